@@ -1,0 +1,232 @@
+"""RunConfig = TaskConfig + ModelConfig + TrainConfig + ProbeConfig.
+
+Configs are typed dataclasses built from YAML/JSON files and dotted `key=value` overrides.
+`validate()` names the field, the bad value and the choices. The canonical JSON (sorted keys,
+task parameters resolved with their defaults) hashes to the run id, so the same config and
+seed are the same run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, check
+from .typed import build, to_dict
+
+ACTIVATIONS = ("relu", "gelu", "silu", "topk")
+SOFTMAXES = ("standard", "clipped")
+SSM_INITS = ("default", "mimetic")
+FEATURE_MAPS = ("elu1", "based")
+
+
+@dataclass
+class TaskConfig:
+    name: str = "addition"
+    eval_lengths: list[int] = field(default_factory=list)  # test lengths recorded at the end of training
+    random_labels: bool = False  # replace answer targets with fixed random ones (memorization studies)
+    params: dict[str, Any] = field(default_factory=dict)  # the task's own parameters (task.max_digits=...)
+
+
+@dataclass
+class ModelConfig:
+    mixer: str = "attention"
+    layers: str = ""  # per-layer mixer pattern for hybrids, e.g. "attention,mamba,mamba"
+    n_layers: int = 2
+    d_model: int = 64
+    n_heads: int = 2
+    mlp_ratio: float = 4.0
+    activation: str = "relu"
+    topk: int = 0  # with activation=topk: keep the k largest MLP activations per token
+    pos: str = "learned"
+    max_positions: int = 1024  # size of absolute / coupled position tables
+    logit_scaling: bool = False  # multiply attention logits by log(position + 1) / log(train length)
+    softmax: str = "standard"  # or "clipped" (Bondarenko et al. 2023)
+    gated_attention: bool = False
+    sigma_reparam: bool = False
+    d_state: int = 16  # SSM state size per channel
+    d_conv: int = 4
+    expand: int = 2
+    ssm_init: str = "default"
+    feature_map: str = "elu1"
+
+    def layer_mixers(self) -> list[str]:
+        if self.layers:
+            return [name.strip() for name in self.layers.split(",")]
+        return [self.mixer] * self.n_layers
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 2000
+    batch_size: int = 128
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1
+    warmup: int = 100
+    weight_decay: float = 0.0
+    beta2: float = 0.98
+    grad_clip: float = 1.0
+    seed: int = 0
+    eval_every: int = 500
+    eval_samples: int = 512
+    checkpoint_every: int = 500
+    threads: int = 0  # torch threads; 0 keeps torch's default
+
+
+@dataclass
+class ProbeConfig:
+    every: int = 100  # probe cadence in steps; 0 turns probes off
+    batch: int = 32  # size of the fixed probe batch
+    entropy: bool = True
+    sparsity: bool = True
+    snapshots: bool = True
+    snapshot_examples: int = 1  # attention maps stored per snapshot
+    snapshot_every: int = 0  # 0: same as `every`
+    extra: list[str] = field(default_factory=list)  # further probes by name (spectral, outliers, ...)
+
+
+SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
+
+
+@dataclass
+class RunConfig:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    probes: ProbeConfig = field(default_factory=ProbeConfig)
+
+    # --- building -----------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, values: dict[str, Any] | None) -> "RunConfig":
+        values = values or {}
+        unknown = set(values) - set(SECTIONS)
+        if unknown:
+            key = sorted(unknown)[0]
+            raise ConfigError(key, values[key], f"unknown section; choose one of: {', '.join(SECTIONS)}")
+        sections = {}
+        for name, section_cls in SECTIONS.items():
+            raw = dict(values.get(name) or {})
+            if name == "task":
+                known = {f.name for f in dataclasses.fields(TaskConfig)}
+                params = dict(raw.pop("params", {}) or {})
+                params.update({k: raw.pop(k) for k in list(raw) if k not in known})
+                raw["params"] = params
+            sections[name] = build(section_cls, raw, name)
+        config = cls(**sections)
+        config.validate()
+        return config
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: list[str] | None = None) -> "RunConfig":
+        values: dict[str, Any] = {}
+        if path:
+            values = read_config_file(Path(path))
+        for item in overrides or []:
+            apply_override(values, item)
+        return cls.from_dict(values)
+
+    # --- checking -----------------------------------------------------------------------------
+    def validate(self) -> None:
+        from .models import MIXERS, POSITIONS
+        from .tasks import build_task
+
+        task = build_task(self.task.name, self.task.params)  # checks the task's own parameters
+        self.task.params = dataclasses.asdict(task.params)  # resolved, so defaults hash the same
+        for length in self.task.eval_lengths:
+            check(length >= 1, "task.eval_lengths", length, "expected lengths >= 1")
+        m = self.model
+        for name in m.layer_mixers():
+            MIXERS.get(name) if not m.layers else _layer_mixer(name)
+        POSITIONS.get(m.pos)
+        _choice("model.activation", m.activation, ACTIVATIONS)
+        _choice("model.softmax", m.softmax, SOFTMAXES)
+        _choice("model.ssm_init", m.ssm_init, SSM_INITS)
+        _choice("model.feature_map", m.feature_map, FEATURE_MAPS)
+        for name in ("n_layers", "d_model", "n_heads", "max_positions", "d_state", "d_conv", "expand"):
+            check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
+        check(m.d_model % m.n_heads == 0, "model.n_heads", m.n_heads,
+              f"expected a divisor of model.d_model ({m.d_model})")
+        check(m.mlp_ratio > 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0")
+        check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")
+        t = self.train
+        for name in ("steps", "batch_size", "eval_samples"):
+            check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), "expected >= 1")
+        check(t.lr > 0, "train.lr", t.lr, "expected > 0")
+        check(t.warmup >= 0, "train.warmup", t.warmup, "expected >= 0")
+        check(0 <= t.min_lr_ratio <= 1, "train.min_lr_ratio", t.min_lr_ratio, "expected 0..1")
+        check(t.threads >= 0, "train.threads", t.threads, "expected >= 0")
+        check(self.probes.every >= 0, "probes.every", self.probes.every, "expected >= 0 (0 turns probes off)")
+        check(self.probes.batch >= 1, "probes.batch", self.probes.batch, "expected >= 1")
+        from .probes import PROBES
+
+        for name in self.probes.extra:
+            PROBES.get(name)
+
+    # --- identity -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {name: to_dict(getattr(self, name)) for name in SECTIONS}
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def run_id(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:12]
+
+    def replace(self, **dotted: Any) -> "RunConfig":
+        """A copy with dotted keys changed: config.replace(**{"train.seed": 1})."""
+        values = self.to_dict()
+        for key, value in dotted.items():
+            set_dotted(values, key, value)
+        return RunConfig.from_dict(values)
+
+
+def _choice(field_name: str, value: str, choices) -> None:
+    if value not in choices:
+        raise ConfigError(field_name, value, choices=choices)
+
+
+def _layer_mixer(name: str) -> None:
+    from .models import MIXERS
+
+    if name not in MIXERS:
+        raise ConfigError("model.layers", name, f"unknown mixer; choose one of: {', '.join(MIXERS.names())}")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError("config", str(path), "no such file")
+    text = path.read_text()
+    try:
+        values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise ConfigError("config", str(path), f"cannot parse: {str(error).splitlines()[0]}") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError("config", str(path), "expected a mapping of sections (task, model, train, probes)")
+    return values
+
+
+def apply_override(values: dict[str, Any], item: str) -> None:
+    if "=" not in item:
+        raise ConfigError("override", item, "expected key=value, e.g. model.pos=rope")
+    key, value = item.split("=", 1)
+    if "." not in key:
+        raise ConfigError("override", item, f"expected section.key=value with section one of: {', '.join(SECTIONS)}")
+    set_dotted(values, key.strip(), value.strip())
+
+
+def set_dotted(values: dict[str, Any], key: str, value: Any) -> None:
+    section, _, name = key.partition(".")
+    if section not in SECTIONS:
+        raise ConfigError(key, value, f"unknown section; choose one of: {', '.join(SECTIONS)}")
+    target = values.setdefault(section, {})
+    if section == "task" and name.startswith("params."):
+        name = name[len("params."):]
+    target[name] = value

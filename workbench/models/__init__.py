@@ -1,0 +1,5 @@
+"""Models: one decoder stack whose mixers and positional encodings are chosen by name."""
+from .hooks import HookedModule, HookPoint  # noqa: F401
+from .mixers import MIXERS, Mixer, MixerContext, register_mixer  # noqa: F401
+from .positions import POSITIONS, PositionalEncoding  # noqa: F401
+from .transformer import SequenceModel, build_model  # noqa: F401

@@ -1,0 +1,81 @@
+"""Named hook points in the TransformerLens manner, with near-zero cost when nobody listens.
+
+A HookPoint is an identity module. Listeners are plain functions `fn(value, hook) -> value | None`;
+returning a tensor replaces the value. Modules check `hook.active` before computing anything that
+exists only for listeners (a full T x T attention map, say).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterable
+
+import torch
+from torch import Tensor, nn
+
+Listener = Callable[[Tensor, "HookPoint"], Tensor | None]
+
+
+class HookPoint(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.listeners: list[Listener] = []
+        self.name = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.listeners)
+
+    def forward(self, value: Tensor) -> Tensor:
+        for listener in self.listeners:
+            result = listener(value, self)
+            if result is not None:
+                value = result
+        return value
+
+
+class HookedModule(nn.Module):
+    """Gives a model `hook_points()`, `hooks({...})` and `run_with_cache(...)`."""
+
+    def name_hooks(self) -> None:
+        for name, module in self.named_modules():
+            if isinstance(module, HookPoint):
+                module.name = name
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        return {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
+
+    @contextlib.contextmanager
+    def hooks(self, listeners: dict[str, Listener] | Iterable[tuple[str, Listener]]):
+        points = self.hook_points()
+        items = list(listeners.items() if isinstance(listeners, dict) else listeners)
+        for name, _ in items:
+            if name not in points:
+                raise KeyError(f"no hook point {name!r}; available: {', '.join(points)}")
+        try:
+            for name, fn in items:
+                points[name].listeners.append(fn)
+            yield self
+        finally:
+            for name, fn in items:
+                points[name].listeners.remove(fn)
+
+    def run_with_cache(self, *args, names: Iterable[str] | Callable[[str], bool] | None = None,
+                       detach: bool = True, **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
+        """Run the model and return (output, {hook name: value}) for the chosen hook points."""
+        points = self.hook_points()
+        if names is None:
+            chosen = list(points)
+        elif callable(names):
+            chosen = [n for n in points if names(n)]
+        else:
+            chosen = list(names)
+        cache: dict[str, Tensor] = {}
+
+        def store(value: Tensor, hook: HookPoint) -> None:
+            cache[hook.name] = value.detach() if detach else value
+
+        with self.hooks({name: store for name in chosen}):
+            output = self(*args, **kwargs)
+        return output, cache
+
+

@@ -1,0 +1,87 @@
+"""Causal multi-head softmax attention, with the options the probes need.
+
+Fast path: scaled_dot_product_attention. While `hook_pattern` or `hook_scores` listens (or for a
+clipped softmax) the T x T pattern is computed explicitly and handed to the hooks.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..hooks import HookPoint
+from ..linear import make_linear
+from .base import Mixer, MixerContext, register_mixer
+
+# Clipped softmax (Bondarenko et al. 2023, seed 004 #198): stretch to [gamma, zeta], clip to [0, 1],
+# so a head can output exact zeros without pushing logits to infinity.
+CLIP_GAMMA, CLIP_ZETA = -0.03, 1.0
+
+
+@register_mixer("attention")
+class Attention(Mixer):
+    def __init__(self, config, layer_index):
+        super().__init__(config, layer_index)
+        d, self.n_heads = config.d_model, config.n_heads
+        self.head_dim = d // self.n_heads
+        self.qkv = make_linear(d, 3 * d, sigma_reparam=config.sigma_reparam)
+        self.out = make_linear(d, d, sigma_reparam=config.sigma_reparam)
+        self.gate = make_linear(d, self.n_heads, sigma_reparam=config.sigma_reparam) if config.gated_attention else None
+        self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
+
+    def project(self, x: Tensor, context: MixerContext) -> tuple[Tensor, Tensor, Tensor]:
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = context.encoding.rotate(q, k, context.positions)
+        if self.config.logit_scaling:
+            q = q * log_length_scale(T, x.device)[:, None]
+        return q, k, v
+
+    def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
+        T = q.shape[-2]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        bias = context.encoding.bias(self.layer_index, context.positions)
+        if bias is not None:
+            scores = scores + bias
+        causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        return scores.masked_fill(~causal, float("-inf"))
+
+    def pattern(self, scores: Tensor) -> Tensor:
+        pattern = scores.softmax(dim=-1)
+        if self.config.softmax == "clipped":
+            pattern = ((CLIP_ZETA - CLIP_GAMMA) * pattern + CLIP_GAMMA).clamp(0.0, 1.0)
+        return pattern
+
+    def forward(self, x: Tensor, context: MixerContext) -> Tensor:
+        B, T, D = x.shape
+        q, k, v = self.project(x, context)
+        explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
+        if explicit:
+            scores = self.hook_scores(self.scores(q, k, context))
+            mixed = self.hook_pattern(self.pattern(scores)) @ v
+        else:
+            bias = context.encoding.bias(self.layer_index, context.positions)
+            if bias is None:
+                mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                mask = bias.masked_fill(~causal, float("-inf")).to(q.dtype)
+                mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        if self.gate is not None:
+            mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
+        return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+
+    def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
+        q, k, _ = self.project(x, context)
+        return self.pattern(self.scores(q, k, context))
+
+    def state_size(self, length: int) -> int:
+        return 2 * self.config.d_model * length  # the key-value cache grows with the sequence
+
+
+def log_length_scale(T: int, device) -> Tensor:
+    """Per-query logit scale log(i + 2) / log(2): keeps attention sharp as the context grows
+    (seeds 004 #129, #161). It is 1 for the first query and grows slowly."""
+    return torch.log(torch.arange(T, device=device, dtype=torch.float32) + 2.0) / math.log(2.0)

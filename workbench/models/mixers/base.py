@@ -1,0 +1,49 @@
+"""The sequence-mixer contract: every mixer sits in the same block and shows an attention-like map.
+
+A mixer maps (B, T, D) -> (B, T, D) causally. It owns `hook_pattern`, fed a (B, H, T, T) query x key
+map only while someone listens, so the map costs nothing in ordinary training.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from ...registry import Registry
+from ..hooks import HookPoint
+
+MIXERS: Registry[type["Mixer"]] = Registry("mixer", "model.mixer")
+
+
+@dataclass
+class MixerContext:
+    positions: Tensor  # (B, T) integer positions chosen by the positional encoding
+    encoding: nn.Module  # the model's PositionalEncoding (rotations, biases)
+
+
+class Mixer(nn.Module):
+    name = "mixer"
+
+    def __init__(self, config, layer_index: int):
+        super().__init__()
+        self.config, self.layer_index = config, layer_index
+        self.hook_pattern = HookPoint()
+
+    def forward(self, x: Tensor, context: MixerContext) -> Tensor:
+        raise NotImplementedError
+
+    def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
+        """The (B, H, T, T) query x key map this mixer applies (or mimics) on input x."""
+        raise NotImplementedError
+
+    def state_size(self, length: int) -> int:
+        """Numbers a recurrent form of this mixer carries after `length` tokens (per sequence)."""
+        raise NotImplementedError
+
+
+def register_mixer(name: str):
+    def add(cls):
+        cls.name = name
+        return MIXERS.register(name)(cls)
+
+    return add

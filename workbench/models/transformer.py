@@ -1,0 +1,103 @@
+"""A decoder-only stack: embeddings, pre-LN blocks (mixer + MLP), final norm, unembedding.
+
+Hook points, by name: `blocks.{i}.hook_resid_pre`, `blocks.{i}.mixer.hook_pattern`,
+`blocks.{i}.mixer.hook_scores` (attention), `blocks.{i}.mlp.hook_post` (activations after the
+nonlinearity), `blocks.{i}.hook_resid_post`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .hooks import HookedModule, HookPoint
+from .linear import make_linear
+from .mixers import MIXERS, MixerContext
+from .positions import POSITIONS
+
+
+class MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        hidden = max(1, int(round(config.d_model * config.mlp_ratio)))
+        self.config = config
+        self.fc_in = make_linear(config.d_model, hidden, sigma_reparam=config.sigma_reparam)
+        self.fc_out = make_linear(hidden, config.d_model, sigma_reparam=config.sigma_reparam)
+        self.hook_post = HookPoint()
+
+    def activate(self, h: Tensor) -> Tensor:
+        name = self.config.activation
+        if name == "gelu":
+            return F.gelu(h)
+        if name == "silu":
+            return F.silu(h)
+        h = F.relu(h)
+        if name == "topk" and self.config.topk < h.shape[-1]:
+            # ours (the lazy-neuron paper gives no operator): keep each token's k largest activations
+            threshold = h.topk(self.config.topk, dim=-1).values[..., -1:]
+            h = torch.where(h >= threshold, h, torch.zeros_like(h))
+        return h
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc_out(self.hook_post(self.activate(self.fc_in(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config, mixer_name: str, layer_index: int):
+        super().__init__()
+        self.norm_mixer = nn.LayerNorm(config.d_model)
+        self.mixer = MIXERS.get(mixer_name)(config, layer_index)
+        self.norm_mlp = nn.LayerNorm(config.d_model)
+        self.mlp = MLP(config)
+        self.hook_resid_pre = HookPoint()
+        self.hook_resid_post = HookPoint()
+
+    def forward(self, x: Tensor, context: MixerContext) -> Tensor:
+        x = self.hook_resid_pre(x)
+        x = x + self.mixer(self.norm_mixer(x), context)
+        x = x + self.mlp(self.norm_mlp(x))
+        return self.hook_resid_post(x)
+
+
+class SequenceModel(HookedModule):
+    def __init__(self, config, vocab_size: int):
+        super().__init__()
+        self.config = config
+        mixers = config.layer_mixers()
+        self.embed = nn.Embedding(vocab_size, config.d_model)
+        self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
+        self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers))
+        self.norm_final = nn.LayerNorm(config.d_model)
+        self.unembed = nn.Linear(config.d_model, vocab_size, bias=False)
+        self.apply(_init_weights)
+        self.name_hooks()
+
+    def forward(self, tokens: Tensor, position_ids: Tensor | None = None) -> Tensor:
+        positions = self.encoding.positions(tokens, position_ids)
+        x = self.embed(tokens)
+        added = self.encoding.embed(positions)
+        if added is not None:
+            x = x + added
+        context = MixerContext(positions, self.encoding)
+        for block in self.blocks:
+            x = block(x, context)
+        return self.unembed(self.norm_final(x))
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def _init_weights(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear) and type(module) is nn.Linear:
+        nn.init.normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+
+
+def build_model(config, vocab_size: int, seed: int | None = None) -> SequenceModel:
+    """A model for this config; with a seed its initial weights are reproducible."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    return SequenceModel(config, vocab_size)

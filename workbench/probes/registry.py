@@ -1,0 +1,42 @@
+"""The probe contract: listen at hook points on a fixed probe batch, return tidy rows.
+
+A probe gets the cache of one no-grad forward on the probe batch (hook name -> tensor) and returns
+rows `{probe, layer, head, length, value}`; the trainer adds `step`. It may also return arrays
+(name -> tensor) saved as a snapshot. Probes never change the model's output: they run on a
+separate forward in eval mode.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch import Tensor
+
+from ..registry import Registry
+
+PROBES: Registry[type["Probe"]] = Registry("probe", "probes.extra")
+
+
+@dataclass
+class ProbeResult:
+    rows: list[dict] = field(default_factory=list)
+    arrays: dict[str, Tensor] = field(default_factory=dict)
+
+
+class Probe:
+    name = "probe"
+    hooks: tuple[str, ...] = ()  # hook-name suffixes this probe needs, e.g. ("mixer.hook_pattern",)
+
+    def __call__(self, model, batch, cache: dict[str, Tensor]) -> ProbeResult:
+        raise NotImplementedError
+
+
+def register_probe(name: str):
+    def add(cls):
+        cls.name = name
+        return PROBES.register(name)(cls)
+
+    return add
+
+
+def row(probe: str, value: float, layer: int = -1, head: int = -1, length: int = -1) -> dict:
+    return {"probe": probe, "layer": layer, "head": head, "length": length, "value": float(value)}

@@ -1,0 +1,11 @@
+"""Synthetic tasks, chosen by name from TASKS. Importing this package registers every task."""
+from .base import TASKS, Batch, Task, Vocab, register_task  # noqa: F401
+from . import addition, copy  # noqa: F401  (registration)
+
+
+def build_task(name: str, params: dict | None = None) -> Task:
+    """The task `name` with its parameters checked and typed."""
+    from ..typed import build
+
+    cls = TASKS.get(name)
+    return cls(build(cls.Params, params or {}, "task"))

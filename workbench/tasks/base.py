@@ -1,0 +1,171 @@
+"""The task contract: every synthetic task yields the same shape of Batch.
+
+A task is built from its typed parameters, owns its vocabulary, samples seeded batches at any
+length (including lengths never trained on), decodes tokens for people and scores exact match.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from ..registry import Registry
+
+PAD, BOS, EOS = ".", "^", "$"
+
+
+@dataclass
+class Batch:
+    tokens: Tensor  # (B, T) long: the model's input
+    targets: Tensor  # (B, T) long: the next token at each position
+    loss_mask: Tensor  # (B, T) bool: where the loss (and exact match) counts
+    position_ids: Tensor | None = None  # (B, T) long, for tasks with structured positions
+    meta: dict[str, Tensor] = field(default_factory=dict)  # per-sample facts, e.g. "length"
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    def to(self, device) -> "Batch":
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return Batch(move(self.tokens), move(self.targets), move(self.loss_mask),
+                     move(self.position_ids), {k: move(v) for k, v in self.meta.items()})
+
+    def select(self, index) -> "Batch":
+        pick = lambda t: None if t is None else t[index]  # noqa: E731
+        return Batch(pick(self.tokens), pick(self.targets), pick(self.loss_mask),
+                     pick(self.position_ids), {k: pick(v) for k, v in self.meta.items()})
+
+
+class Vocab:
+    """Symbols <-> ids. PAD is always id 0 so padding is all zeros."""
+
+    def __init__(self, symbols: list[str]):
+        self.symbols = [PAD, BOS, EOS] + [s for s in symbols if s not in (PAD, BOS, EOS)]
+        self.index = {s: i for i, s in enumerate(self.symbols)}
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def __getitem__(self, symbol: str) -> int:
+        return self.index[symbol]
+
+    def decode(self, ids) -> str:
+        return "".join(self.symbols[int(i)] if len(self.symbols[int(i)]) == 1 else f"<{self.symbols[int(i)]}>"
+                       for i in ids)
+
+
+class Task:
+    """Base class. Subclasses set `name`, `Params` (a dataclass), `length_name` and implement `_sample`."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type]
+    description: ClassVar[str] = ""
+    length_name: ClassVar[str] = "length"  # what "length" means for this task, e.g. digits per operand
+    uses_position_ids: ClassVar[bool] = False  # True when the task defines structured position ids
+
+    def __init__(self, params=None):
+        self.params = params if params is not None else self.Params()
+        self.validate()
+        self.vocab = self.build_vocab()
+
+    # --- to implement -------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ConfigError for impossible parameters."""
+
+    def build_vocab(self) -> Vocab:
+        raise NotImplementedError
+
+    def train_lengths(self) -> tuple[int, int]:
+        """Smallest and largest length sampled in training."""
+        raise NotImplementedError
+
+    def _sample(self, n: int, generator: torch.Generator, length: int | None, train: bool) -> Batch:
+        raise NotImplementedError
+
+    def max_position_id(self, length: int) -> int:
+        """The largest position id a sample of this length can carry (sizes position tables)."""
+        return self.sequence_length(length)
+
+    def sequence_length(self, length: int) -> int:
+        """Tokens in the model input for one sample of this length."""
+        raise NotImplementedError
+
+    # --- shared behaviour ---------------------------------------------------------------------
+    def sample(self, n: int, generator: torch.Generator, length: int | None = None, train: bool = True) -> Batch:
+        """n samples; length=None draws from the training range, an int fixes it (any value >= 1).
+
+        train=True applies training-time randomness that evaluation must not see (e.g. the random
+        start offset of coupled position ids)."""
+        from ..errors import check
+
+        check(n >= 1, "n", n, "expected at least 1 sample")
+        if length is not None:
+            check(int(length) >= 1, f"{self.name}.{self.length_name}", length, "expected a length >= 1")
+        return self._sample(n, generator, None if length is None else int(length), train)
+
+    def decode(self, tokens) -> str:
+        return self.vocab.decode(tokens)
+
+    def score(self, predictions: Tensor, batch: Batch) -> Tensor:
+        """Exact match per sample: every position under the loss mask predicted right."""
+        wrong = (predictions != batch.targets) & batch.loss_mask
+        return ~wrong.any(dim=1)
+
+    def describe(self) -> dict:
+        from ..typed import describe
+
+        return {"name": self.name, "description": self.description, "length": self.length_name,
+                "params": describe(self.Params), "vocab": self.vocab.symbols}
+
+
+TASKS: Registry[type[Task]] = Registry("task", "task.name")
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    return TASKS.register(cls.name)(cls)
+
+
+def assemble(prompt: Tensor, answer: Tensor, prompt_pos: Tensor | None = None,
+             answer_pos: Tensor | None = None, meta: dict | None = None) -> Batch:
+    """Glue same-length prompts and answers (answers end with EOS) into a next-token Batch.
+
+    The loss covers exactly the answer tokens. Position ids, if given, follow the input tokens."""
+    sequence = torch.cat([prompt, answer], dim=1)
+    tokens, targets = sequence[:, :-1], sequence[:, 1:]
+    loss_mask = torch.zeros_like(targets, dtype=torch.bool)
+    loss_mask[:, prompt.shape[1] - 1:] = True
+    position_ids = None
+    if prompt_pos is not None:
+        position_ids = torch.cat([prompt_pos, answer_pos], dim=1)[:, :-1]
+    return Batch(tokens, targets, loss_mask, position_ids, meta or {})
+
+
+def concat_padded(batches: list[Batch]) -> Batch:
+    """Stack batches of different sequence lengths, padding on the right (PAD=0, no loss)."""
+    width = max(b.tokens.shape[1] for b in batches)
+
+    def pad(t: Tensor | None, value=0) -> Tensor | None:
+        if t is None:
+            return None
+        return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value)
+
+    has_pos = batches[0].position_ids is not None
+    return Batch(
+        torch.cat([pad(b.tokens) for b in batches]),
+        torch.cat([pad(b.targets) for b in batches]),
+        torch.cat([pad(b.loss_mask, False) for b in batches]),
+        torch.cat([pad(b.position_ids) for b in batches]) if has_pos else None,
+        {k: torch.cat([b.meta[k] for b in batches]) for k in batches[0].meta},
+    )
+
+
+def split_by_length(lengths: Tensor) -> list[tuple[int, Tensor]]:
+    """Group sample indices by length so each group can be generated with vectorized ops."""
+    return [(int(v), (lengths == v).nonzero().flatten()) for v in torch.unique(lengths)]
+
+
+def params_dict(task: Task) -> dict:
+    return dataclasses.asdict(task.params)
