@@ -1,0 +1,63 @@
+# workbench: the two commands are `make app` and `make test`.
+#
+# Every target first makes sure the virtual environment in .venv is installed; it is built once
+# and rebuilt only when pyproject.toml changes (the stamp file .venv/.installed records that).
+
+PY ?= python3
+VENV = .venv
+BIN = $(VENV)/bin
+# The tested PyTorch, installed on its own first: pyproject.toml only asks for torch>=2.1, so the
+# editable install below keeps this version instead of resolving a newer (CUDA, several GB) one.
+# TORCH_PIP_ARGS passes pip options for that one install, e.g. another package index.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+ARTIFACTS = artifacts
+
+.PHONY: all setup app test bench demo clean-artifacts
+all: test
+
+# --- set-up ----------------------------------------------------------------------------------
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/pip install $(TORCH_SPEC) $(TORCH_PIP_ARGS)
+	$(BIN)/pip install -e '.[test,kernels]'
+	touch $@
+
+# --- the dashboard ---------------------------------------------------------------------------
+# Serves http://127.0.0.1:8501 until interrupted.
+app: $(VENV)/.installed
+	$(BIN)/workbench app
+
+# --- tests -----------------------------------------------------------------------------------
+# WORKBENCH_FAST=1   notebooks and slow tests shrink their training runs
+# TRITON_INTERPRET=1 Triton kernels run on the CPU through Triton's interpreter
+# --nbval            every notebook is executed and its outputs compared with the stored ones,
+#                    after the masks in tests/nbval_sanitize.cfg (timings, addresses, progress
+#                    bars, run ids, temp paths); cells tagged NBVAL_IGNORE_OUTPUT are run only
+# --nbval-current-env  notebooks run in this venv's Python, whatever kernel they name
+# Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
+PYTEST_ARGS ?=
+test: $(VENV)/.installed
+	mkdir -p $(ARTIFACTS)
+	WORKBENCH_FAST=1 TRITON_INTERPRET=1 MPLBACKEND=Agg \
+	$(BIN)/python -m pytest \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--junitxml=$(ARTIFACTS)/junit.xml \
+		$(PYTEST_ARGS)
+
+# --- benchmarks and demo runs ----------------------------------------------------------------
+bench: $(VENV)/.installed
+	@if [ -f benchmarks/run_all.py ]; then \
+		$(BIN)/python benchmarks/run_all.py; \
+	else \
+		echo "benchmarks/run_all.py does not exist yet; nothing to run"; \
+	fi
+
+demo: $(VENV)/.installed
+	$(BIN)/workbench demo build
+
+clean-artifacts:
+	rm -rf $(ARTIFACTS)

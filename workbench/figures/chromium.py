@@ -1,0 +1,39 @@
+"""Point kaleido at the system Chromium, so static export never downloads a browser.
+
+Kaleido 1.x renders PNG/SVG/PDF in a headless Chromium that it starts through choreographer.
+Choreographer looks for a browser in this order: a copy it downloaded itself
+(`kaleido_get_chrome`), then the `BROWSER_PATH` environment variable, then `chrome`,
+`chromium`, ... on PATH. We never download (tests and CI run offline, and Debian's `chromium`
+package is the one browser we support), so `configure_chromium()` sets `BROWSER_PATH` to the
+system Chromium before the first export. A `BROWSER_PATH` the user already set always wins.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+BROWSER_PATH_VARIABLE = "BROWSER_PATH"  # read by choreographer.utils.get_browser_path
+CHROMIUM_NAMES = ("chromium", "chromium-browser")  # Debian's and Ubuntu's names
+
+
+def find_chromium() -> str | None:
+    """The path of the system Chromium, or None when none is on PATH."""
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def configure_chromium() -> str | None:
+    """Make kaleido use the system Chromium; return the browser path in effect (None: not found).
+
+    Safe to call any number of times: it only fills in `BROWSER_PATH` when it is unset.
+    """
+    current = os.environ.get(BROWSER_PATH_VARIABLE)
+    if current:
+        return current
+    path = find_chromium()
+    if path:
+        os.environ[BROWSER_PATH_VARIABLE] = path
+    return path
