@@ -1,0 +1,42 @@
+"""workbench dashboard, home page: the run store, and for a chosen run its attention map and
+length-generalization curve. Thin: every number and figure comes from `workbench`."""
+import streamlit as st
+
+from workbench.app_support import pick_run, runs_table, show_error
+from workbench.figures import runs as run_figures
+
+st.set_page_config(page_title="workbench", layout="wide")
+st.title("workbench")
+st.caption("Train small sequence models on synthetic tasks and see inside them.")
+
+table = runs_table()
+if table.empty:
+    st.info("The run store is empty. Train a run from the command line "
+            "(`workbench train task.name=addition model.pos=coupling`) or rebuild the demo runs "
+            "with `workbench demo build`.")
+    st.stop()
+
+st.subheader("Runs")
+st.dataframe(table, hide_index=True, width="stretch")
+
+run = pick_run(table, key="home_run")
+if run is None:
+    st.stop()
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Attention")
+    try:
+        patterns, tokens, step = run_figures.snapshot_patterns(run)
+        layer = st.selectbox("layer", sorted(patterns), key="home_layer")
+        head = st.selectbox("head", list(range(patterns[layer].shape[0])), key="home_head")
+        st.plotly_chart(run_figures.run_attention(run, layer, head), key="home_attention")
+        st.caption(f"probe example at step {step}: {''.join(tokens)}")
+    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+        show_error(error)
+with right:
+    st.subheader("Length generalization")
+    try:
+        st.plotly_chart(run_figures.runs_length_curve([run]), key="home_length")
+    except Exception as error:  # noqa: BLE001
+        show_error(error)

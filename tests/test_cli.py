@@ -1,0 +1,72 @@
+"""The command line as a user meets it: exit codes, one-line errors, --json, Ctrl-C."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+
+TINY = ["task.max_digits=3", "model.n_layers=1", "model.d_model=16", "model.n_heads=2", "train.steps=12",
+        "train.batch_size=16", "train.eval_samples=32", "probes.every=6", "probes.batch=4"]
+
+
+def test_bad_choice_prints_one_line_naming_choices_and_exits_2(capsys):
+    assert main(["train", "model.pos=rop"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "model.pos" in err[0] and "'rop'" in err[0] and "rope" in err[0] and "coupling" in err[0]
+
+
+def test_train_runs_show_and_eval_length(data_dir, capsys):
+    assert main(["train", *TINY, "--quiet"]) == 0
+    run_id = capsys.readouterr().out.strip().splitlines()[-1]
+    assert len(run_id) == 12
+    assert main(["train", *TINY, "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == run_id
+    assert main(["runs", "--json"]) == 0
+    assert run_id in [row["run_id"] for row in json.loads(capsys.readouterr().out)]
+    assert main(["show", run_id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["status"] == "completed" and "entropy" in shown["probes"]
+    assert main(["eval-length", run_id, "--lengths", "2,4", "--n", "16", "--json"]) == 0
+    curve = json.loads(capsys.readouterr().out)["exact_match"]
+    assert set(curve) == {"2", "4"} and all(0 <= v <= 1 for v in curve.values())
+    assert main(["show", "nope-not-a-run"]) == 2
+
+
+def test_runs_warns_about_a_corrupt_folder(data_dir, capsys):
+    (data_dir / "broken").mkdir()
+    (data_dir / "broken" / "config.json").write_text("garbage")
+    assert main(["runs"]) == 0
+    assert "broken" in capsys.readouterr().err
+
+
+def test_task_show_decodes_examples(capsys):
+    assert main(["task", "show", "addition", "max_digits=3", "--n", "2", "--json"]) == 0
+    examples = json.loads(capsys.readouterr().out)
+    assert len(examples) == 2
+
+
+def test_ctrl_c_leaves_a_run_that_resumes(data_dir):
+    args = [sys.executable, "-m", "workbench", "train", *TINY[:-3], "train.steps=400000", "train.checkpoint_every=50",
+            "probes.every=0", "--quiet"]
+    env = {**os.environ, "WORKBENCH_DATA": str(data_dir)}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status_files = []
+    for _ in range(600):  # wait (bounded) until training has written its status
+        status_files = list(Path(data_dir).glob("*/status.json"))
+        if status_files and json.loads(status_files[0].read_text()).get("step", 0) > 0:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "resumes" in err
+    status = json.loads(status_files[0].read_text())
+    assert status["status"] == "interrupted" and status["step"] > 0
+    assert (status_files[0].parent / "checkpoint.safetensors").exists()

@@ -1,0 +1,69 @@
+"""The model: hooks are free and faithful, outputs are causal, positions work beyond training."""
+import pytest
+import torch
+
+from workbench.config import RunConfig
+from workbench.models import build_model
+from workbench.probes import probe_names, run_probes
+from workbench.tasks import build_task
+
+
+def make(*overrides):
+    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2", *overrides])
+    task = build_task(config.task.name, config.task.params)
+    return config, task, build_model(config.model, len(task.vocab), seed=0).eval()
+
+
+def test_listening_to_hooks_never_changes_logits():
+    _, task, model = make("model.pos=coupling")
+    batch = task.sample(8, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        plain = model(batch.tokens, batch.position_ids)
+        cached, cache = model.run_with_cache(batch.tokens, batch.position_ids)
+    torch.testing.assert_close(plain, cached, rtol=1e-5, atol=1e-5)
+    assert "blocks.0.mixer.hook_pattern" in cache and "blocks.1.mlp.hook_post" in cache
+    pattern = cache["blocks.0.mixer.hook_pattern"]
+    torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
+    assert torch.all(pattern.triu(1) == 0), "attention must be causal"
+
+
+def test_probes_do_not_change_the_output_or_training_mode():
+    config, task, model = make()
+    model.train()
+    batch = task.sample(4, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        before = model.eval()(batch.tokens, batch.position_ids)
+    model.train()
+    result = run_probes(model, batch, probe_names(config.probes), snapshot_examples=1)
+    assert model.training
+    with torch.no_grad():
+        after = model.eval()(batch.tokens, batch.position_ids)
+    torch.testing.assert_close(before, after)
+    probes = {r["probe"] for r in result.rows}
+    assert {"entropy", "entropy_normalized", "mlp_nonzero_fraction"} <= probes
+    assert result.arrays["pattern.0"].shape[0] == 1
+
+
+@pytest.mark.parametrize("pos", ["learned", "nope", "rope", "alibi", "coupling", "sinusoidal"])
+def test_outputs_are_causal_and_positions_reach_four_times_training_length(pos):
+    _, task, model = make(f"model.pos={pos}")
+    batch = task.sample(3, torch.Generator().manual_seed(2), length=40, train=False)  # trained up to 10
+    with torch.no_grad():
+        logits = model(batch.tokens, batch.position_ids)
+        cut = 20
+        changed = batch.tokens.clone()
+        changed[:, cut:] = 3
+        logits_changed = model(changed, batch.position_ids)
+    assert torch.isfinite(logits).all()
+    torch.testing.assert_close(logits[:, :cut], logits_changed[:, :cut])
+
+
+def test_hook_listeners_can_edit_activations():
+    _, task, model = make()
+    batch = task.sample(2, torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        plain = model(batch.tokens)
+        with model.hooks({"blocks.1.hook_resid_post": lambda value, hook: torch.zeros_like(value)}):
+            zeroed = model(batch.tokens)
+    assert not torch.allclose(plain, zeroed)
+    assert torch.allclose(zeroed, zeroed[:, :1].expand_as(zeroed))  # a constant residual gives constant logits

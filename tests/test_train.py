@@ -1,0 +1,87 @@
+"""Training: stores a complete run, returns identical configs at once, records divergence,
+and resumes after an interruption to exactly the run it would have been."""
+import pytest
+import torch
+
+from workbench.config import RunConfig
+from workbench.store import open_run
+from workbench.train import train
+
+TINY = ["task.max_digits=3", "model.n_layers=1", "model.d_model=16", "model.n_heads=2", "train.steps=24",
+        "train.batch_size=16", "train.warmup=4", "train.eval_every=12", "train.checkpoint_every=8",
+        "train.eval_samples=32", "probes.every=8", "probes.batch=4", "task.eval_lengths=2,5"]
+
+
+def tiny(*extra) -> RunConfig:
+    return RunConfig.load(None, TINY + list(extra))
+
+
+def test_a_run_is_stored_complete(data_dir):
+    run = train(tiny(), progress=False)
+    assert run.status()["status"] == "completed"
+    assert {"config.json", "status.json", "metrics.parquet", "model.safetensors"} <= {p.name for p in run.path.iterdir()}
+    assert not (run.path / "checkpoint.safetensors").exists()
+    metrics = run.metrics()
+    assert {"loss", "entropy", "mlp_nonzero_fraction", "exact_match"} <= set(metrics.probe)
+    assert set(metrics[metrics.probe == "exact_match"].length) >= {2, 5}
+    assert run.snapshot_steps() == [0, 8, 16, 24]
+    arrays, meta = run.snapshot(8)
+    assert arrays["pattern.0"].shape[1] == 2 and len(meta["tokens"]) == 1
+
+
+def test_identical_config_returns_the_stored_run(data_dir, monkeypatch):
+    first = train(tiny(), progress=False)
+    monkeypatch.setattr("workbench.train._Loop.run", lambda self: pytest.fail("retrained a finished run"))
+    again = train(tiny(), progress=False)
+    assert again.run_id == first.run_id
+
+
+def test_same_seed_gives_the_same_metrics(data_dir, tmp_path):
+    a = train(tiny(), progress=False).metrics()
+    b = train(tiny(), progress=False, root=tmp_path / "other").metrics()
+    assert a.equals(b)
+
+
+def test_nan_loss_is_recorded_as_diverged(data_dir, monkeypatch):
+    import workbench.train as training
+
+    real = training.F.cross_entropy
+    calls = {"n": 0}
+
+    def poisoned(*args, **kwargs):
+        calls["n"] += 1
+        value = real(*args, **kwargs)
+        return value * float("nan") if calls["n"] == 10 else value
+
+    monkeypatch.setattr(training.F, "cross_entropy", poisoned)
+    run = train(tiny(), progress=False)
+    status = run.status()
+    assert status["status"] == "diverged" and status["diverged_step"] == 9
+    assert open_run(run.run_id).metrics().step.max() <= 9
+
+
+def test_interrupted_run_resumes_to_the_same_result(data_dir, tmp_path, monkeypatch):
+    reference = train(tiny(), progress=False, root=tmp_path / "reference").metrics()
+
+    import workbench.tasks.addition as addition
+
+    real_sample = addition.Addition._sample
+    calls = {"n": 0}
+
+    def interrupt_once(self, n, generator, length, train):
+        if train:
+            calls["n"] += 1
+            if calls["n"] == 13:
+                raise KeyboardInterrupt
+        return real_sample(self, n, generator, length, train)
+
+    monkeypatch.setattr(addition.Addition, "_sample", interrupt_once)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), progress=False)
+    run = open_run(tiny().run_id)
+    assert run.status()["status"] == "interrupted"
+    assert (run.path / "checkpoint.safetensors").exists()
+    monkeypatch.setattr(addition.Addition, "_sample", real_sample)
+    resumed = train(tiny(), progress=False)
+    assert resumed.status()["status"] == "completed"
+    torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))

@@ -1,0 +1,257 @@
+"""The `workbench` command line. Exit codes: 0 success, 2 bad input (one clear line), 1 otherwise."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+from .errors import ConfigError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description="Train small sequence models and see inside them.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a config (or fetch the stored identical run)")
+    p.add_argument("config", nargs="?", help="a YAML or JSON config file")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.pos=rope")
+    p.add_argument("--json", action="store_true", help="print one JSON summary instead of the run id")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--label", default="", help="a free-text label stored with the run")
+
+    p = sub.add_parser("runs", help="the run store as a table")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("show", help="one run: config, status, final metrics")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval-length", help="exact match per test length")
+    p.add_argument("run")
+    p.add_argument("--lengths", required=True, help="comma-separated lengths, e.g. 5,10,20")
+    p.add_argument("--n", type=int, default=512, help="samples per length")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("task", help="inspect tasks")
+    task_sub = p.add_subparsers(dest="task_command", required=True)
+    s = task_sub.add_parser("show", help="decoded examples: tokens, targets, loss mask, position ids")
+    s.add_argument("name")
+    s.add_argument("params", nargs="*", help="task parameters key=value")
+    s.add_argument("--n", type=int, default=5)
+    s.add_argument("--length", type=int, default=None, help="a fixed test length")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", action="store_true")
+    task_sub.add_parser("list", help="every task by name")
+
+    p = sub.add_parser("experiment", help="named recipes and their results")
+    exp_sub = p.add_subparsers(dest="experiment_command", required=True)
+    exp_sub.add_parser("list")
+    r = exp_sub.add_parser("run")
+    r.add_argument("name")
+    r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
+    r.add_argument("--json", action="store_true")
+    rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
+    rep.add_argument("--out", default="REPRODUCTIONS.md")
+
+    p = sub.add_parser("export", help="export a figure of a run to PDF, SVG or PNG")
+    p.add_argument("run")
+    p.add_argument("--figure", required=True)
+    p.add_argument("--out", default=None, help="FILE.pdf|svg|png (default: exports/<run>-<figure>.pdf)")
+    p.add_argument("--width", type=int, default=None)
+    p.add_argument("--height", type=int, default=None)
+    p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--head", type=int, default=0)
+    p.add_argument("--step", type=int, default=None)
+
+    p = sub.add_parser("demo", help="the shipped demo runs")
+    demo_sub = p.add_subparsers(dest="demo_command", required=True)
+    demo_sub.add_parser("build", help="(re)make the demo runs in data/demo/")
+
+    p = sub.add_parser("app", help="the dashboard")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8501)
+    return parser
+
+
+def _print_json(value) -> None:
+    print(json.dumps(value, indent=2, sort_keys=True, default=_jsonable))
+
+
+def _jsonable(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def cmd_train(args) -> int:
+    from .config import RunConfig
+    from .reports import run_summary
+    from .train import train
+
+    path, overrides = args.config, list(args.overrides)
+    if path and "=" in path and not Path(path).exists():  # `workbench train model.pos=rope` has no file
+        path, overrides = None, [path] + overrides
+    config = RunConfig.load(path, overrides)
+    try:
+        run = train(config, progress=not args.quiet, label=args.label)
+    except KeyboardInterrupt:
+        print(f"interrupted; run {config.run_id} resumes from its last checkpoint with the same command",
+              file=sys.stderr)
+        return 130
+    if args.json:
+        _print_json(run_summary(run))
+    else:
+        status = run.status()
+        if status.get("status") == "diverged":
+            print(f"run diverged at step {status.get('diverged_step')}", file=sys.stderr)
+        print(run.run_id)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from .store import list_runs
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = list_runs()
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if args.json:
+        _print_json(table.to_dict("records"))
+    elif table.empty:
+        print("no runs yet; try: workbench train task.name=addition model.pos=coupling")
+    else:
+        print(table.drop(columns=["created"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .reports import run_summary
+    from .store import open_run
+
+    summary = run_summary(open_run(args.run))
+    if args.json:
+        _print_json(summary)
+    else:
+        for key in ("run_id", "status", "step", "elapsed_s"):
+            print(f"{key}: {summary.get(key)}")
+        print("config:")
+        for section, values in summary["config"].items():
+            print(f"  {section}: " + " ".join(f"{k}={v}" for k, v in values.items()))
+        print("final metrics:")
+        for key, value in summary["final"].items():
+            print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+        for key, value in summary.get("probes", {}).items():
+            print(f"  {key}: {value}")
+    return 0
+
+
+def cmd_eval_length(args) -> int:
+    from .typed import _coerce
+    from .reports import eval_lengths
+
+    lengths = _coerce(args.lengths, list[int], "--lengths")
+    curve = eval_lengths(args.run, lengths, args.n)
+    if args.json:
+        _print_json({"run_id": args.run, "exact_match": {str(k): v for k, v in curve.items()}})
+    else:
+        print("length  exact_match")
+        for length, value in curve.items():
+            print(f"{length:>6}  {value:.4f}")
+    return 0
+
+
+def cmd_task(args) -> int:
+    from .tasks import TASKS
+    from .tasks.show import show_examples
+
+    if args.task_command == "list":
+        for name in TASKS.names():
+            print(f"{name:24s} {TASKS.get(name).description}")
+        return 0
+    params = {}
+    for item in args.params:
+        if "=" not in item:
+            raise ConfigError("task parameter", item, "expected key=value, e.g. max_digits=5")
+        key, value = item.split("=", 1)
+        params[key.removeprefix("task.")] = value
+    examples = show_examples(args.name, params, n=args.n, seed=args.seed, length=args.length)
+    if args.json:
+        _print_json(examples)
+    else:
+        for i, example in enumerate(examples):
+            print(f"example {i}:")
+            for key, value in example.items():
+                print(f"  {key:14s} {value}")
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    from . import experiments
+
+    if args.experiment_command == "list":
+        for name, recipe in experiments.EXPERIMENTS.items():
+            print(f"{name:24s} {recipe.description}")
+        return 0
+    if args.experiment_command == "run":
+        result = experiments.run_experiment(args.name, fast=args.fast)
+        if args.json:
+            _print_json({"name": args.name, "table": result.table.to_dict("records"), "summary": result.summary})
+        else:
+            print(result.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+            for key, value in result.summary.items():
+                print(f"{key}: {value}")
+        return 0
+    path = experiments.write_report(args.out)
+    print(path)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .figures.export import export_run_figure
+
+    path = export_run_figure(args.run, args.figure, args.out, width=args.width, height=args.height,
+                             layer=args.layer, head=args.head, step=args.step)
+    print(path)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import build_demo
+
+    for run_id in build_demo():
+        print(run_id)
+    return 0
+
+
+def cmd_app(args) -> int:
+    import subprocess
+
+    home = Path(__file__).resolve().parent.parent / "app" / "Home.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(home), "--server.address", args.host,
+               "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
+    return subprocess.call(command)
+
+
+COMMANDS = {"train": cmd_train, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
+            "task": cmd_task, "experiment": cmd_experiment, "export": cmd_export, "demo": cmd_demo, "app": cmd_app}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

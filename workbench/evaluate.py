@@ -1,0 +1,45 @@
+"""Exact match of a model on a task: in distribution and per test length (length generalization).
+
+Exact match uses the teacher-forced argmax over every answer token, which for a whole-answer
+match equals greedy decoding (the reference code of position coupling does the same).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+EVAL_SEED = 1_000_003  # evaluation data never shares a stream with training data
+
+
+def eval_generator(seed: int, length: int | None = None) -> torch.Generator:
+    return torch.Generator().manual_seed(EVAL_SEED + 7919 * seed + (length or 0))
+
+
+@torch.no_grad()
+def exact_match(model, task, n: int, generator: torch.Generator, length: int | None = None,
+                chunk: int = 256) -> tuple[float, float]:
+    """(exact-match rate, mean answer loss) on n fresh evaluation samples."""
+    was_training = model.training
+    model.eval()
+    hits, loss_sum, tokens = 0, 0.0, 0
+    try:
+        for start in range(0, n, chunk):
+            batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
+            logits = model(batch.tokens, batch.position_ids)
+            hits += int(task.score(logits.argmax(-1), batch).sum())
+            mask = batch.loss_mask
+            loss_sum += float(F.cross_entropy(logits[mask], batch.targets[mask], reduction="sum"))
+            tokens += int(mask.sum())
+    finally:
+        model.train(was_training)
+    return hits / n, loss_sum / max(tokens, 1)
+
+
+def length_curve(model, task, lengths: list[int], n: int, seed: int) -> dict[int, float]:
+    """Exact match per test length; each length has its own fixed evaluation stream."""
+    return {int(L): exact_match(model, task, n, eval_generator(seed, int(L)), length=int(L))[0] for L in lengths}
+
+
+def length_rows(curve: dict[int, float], step: int) -> list[dict]:
+    return [{"step": step, "probe": "exact_match", "layer": -1, "head": -1, "length": L, "value": v}
+            for L, v in curve.items()]

@@ -1,0 +1,92 @@
+"""Figure builders: pure functions from stored data (or a Run) to plotly Figures.
+
+The dashboard pages and the notebooks call these; none of them computes a metric.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import SEQUENTIAL, color, paper_style
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    # plotly merges equal category labels, so each token gets its index
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def attention_map(pattern: np.ndarray, tokens: list[str], title: str | None = None,
+                  zmax: float | None = None) -> go.Figure:
+    """One (T, T) query x key map with tokens on both axes; hover shows query, key and weight."""
+    pattern = np.asarray(pattern, dtype=float)
+    T = pattern.shape[-1]
+    labels = _labels(tokens[:T] + ["?"] * max(0, T - len(tokens)))
+    fig = go.Figure(go.Heatmap(
+        z=pattern, x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0, zmax=zmax,
+        hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
+        colorbar=dict(thickness=10)))
+    fig.update_yaxes(autorange="reversed", title="query", tickfont=dict(size=8))
+    fig.update_xaxes(title="key", tickfont=dict(size=8), tickangle=0)
+    return paper_style(fig, height=420, title=title)
+
+
+def attention_grid(patterns: dict[int, np.ndarray], tokens: list[str], title: str | None = None) -> go.Figure:
+    """A grid of small maps, one row per layer and one column per head: patterns[layer] is (H, T, T)."""
+    layers = sorted(patterns)
+    heads = max(patterns[layer].shape[0] for layer in layers)
+    fig = make_subplots(rows=len(layers), cols=heads, horizontal_spacing=0.03, vertical_spacing=0.06,
+                        subplot_titles=[f"L{layer} H{h}" for layer in layers for h in range(heads)])
+    T = next(iter(patterns.values())).shape[-1]
+    labels = _labels(tokens[:T] + ["?"] * max(0, T - len(tokens)))
+    for r, layer in enumerate(layers):
+        for h in range(patterns[layer].shape[0]):
+            fig.add_trace(go.Heatmap(
+                z=np.asarray(patterns[layer][h], dtype=float), x=labels, y=labels, coloraxis="coloraxis",
+                hovertemplate=f"layer {layer} head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"),
+                row=r + 1, col=h + 1)
+    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, colorbar=dict(thickness=10)))
+    return paper_style(fig, height=220 * len(layers) + 40, title=title)
+
+
+def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: str | None = None) -> go.Figure:
+    """Exact match vs test length. `curves` has columns label, length, value (several seeds per label
+    give a median line with a min-max band)."""
+    fig = go.Figure()
+    for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
+        stats = rows.groupby("length")["value"].agg(["median", "min", "max", "count"]).reset_index()
+        if (stats["count"] > 1).any():
+            fig.add_trace(go.Scatter(
+                x=np.concatenate([stats.length, stats.length[::-1]]),
+                y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100,
+                fill="toself", fillcolor=color(i), opacity=0.18, line=dict(width=0),
+                hoverinfo="skip", showlegend=False, legendgroup=str(label)))
+        fig.add_trace(go.Scatter(x=stats.length, y=stats["median"] * 100, mode="lines+markers", name=str(label),
+                                 line=dict(color=color(i)), legendgroup=str(label),
+                                 hovertemplate="length %{x}<br>exact match %{y:.1f}%<extra>" + str(label) + "</extra>"))
+    if train_length:
+        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey"),
+                      annotation_text="longest trained", annotation_font_size=9)
+    fig.update_xaxes(title="test length")
+    fig.update_yaxes(title="exact match (%)", range=[-3, 103])
+    return paper_style(fig, height=320, title=title)
+
+
+def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = None, log_y: bool = False,
+                      markers: dict[str, int] | None = None) -> go.Figure:
+    """Lines of value vs step, one per `series` (column), e.g. one per layer/head or per run.
+
+    `markers` maps a label (e.g. 'diverged', 'collapse') to a step marked with a vertical line."""
+    fig = go.Figure()
+    for i, (series, rows) in enumerate(frame.groupby("series", sort=False)):
+        rows = rows.sort_values("step")
+        fig.add_trace(go.Scatter(x=rows.step, y=rows.value, mode="lines", name=str(series), line=dict(color=color(i)),
+                                 hovertemplate="step %{x}<br>%{y:.4g}<extra>" + str(series) + "</extra>"))
+    for label, step in (markers or {}).items():
+        fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00"), annotation_text=label, annotation_font_size=9)
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+    return paper_style(fig, height=320, title=title)

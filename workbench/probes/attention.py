@@ -1,0 +1,71 @@
+"""Attention entropy per layer and head (Zhai et al. 2023, seed 002 #108).
+
+Ent(A_i) = -sum_j A_ij log A_ij per query row i, averaged over real (non-padding) query positions.
+The normalized value divides each row by log(number of keys it can see) = log(i + 1), so 1 means
+uniform attention and 0 one-hot; the first query (one key, no choice) is left out of it.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .registry import Probe, ProbeResult, register_probe, row
+
+
+def attention_layers(model) -> list[int]:
+    return [i for i, block in enumerate(model.blocks) if block.mixer.name == "attention"]
+
+
+def row_entropy(pattern: Tensor) -> Tensor:
+    """(..., T, T) attention -> (..., T) entropy in nats, with 0 log 0 = 0."""
+    return -(pattern * pattern.clamp_min(1e-30).log()).sum(-1)
+
+
+def entropy_summary(pattern: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean raw and normalized entropy per head: pattern (B, H, T, T), valid (B, T) bool."""
+    T = pattern.shape[-1]
+    entropy = row_entropy(pattern)  # (B, H, T)
+    weights = valid[:, None, :].float().expand_as(entropy)
+    raw = (entropy * weights).sum((0, 2)) / weights.sum((0, 2)).clamp_min(1)
+    keys = torch.arange(1, T + 1, device=pattern.device, dtype=pattern.dtype)
+    normalizer = keys.log().clamp_min(1e-12)
+    normalized_weights = weights.clone()
+    normalized_weights[..., 0] = 0  # one key: nothing to choose
+    normalized = (entropy / normalizer * normalized_weights).sum((0, 2)) / normalized_weights.sum((0, 2)).clamp_min(1)
+    return raw, normalized
+
+
+@register_probe("entropy")
+class AttentionEntropy(Probe):
+    hooks = ("mixer.hook_pattern",)
+
+    def __call__(self, model, batch, cache) -> ProbeResult:
+        valid = batch.tokens != 0
+        rows = []
+        for layer in attention_layers(model):
+            pattern = cache[f"blocks.{layer}.mixer.hook_pattern"].float()
+            raw, normalized = entropy_summary(pattern, valid)
+            for head in range(pattern.shape[1]):
+                rows.append(row("entropy", raw[head], layer, head))
+                rows.append(row("entropy_normalized", normalized[head], layer, head))
+            rows.append(row("entropy", raw.mean(), layer))
+            rows.append(row("entropy_normalized", normalized.mean(), layer))
+        return ProbeResult(rows)
+
+
+@register_probe("max_logit")
+class MaxLogit(Probe):
+    """The largest pre-softmax attention logit per layer and head (entropy collapses as it grows)."""
+
+    hooks = ("mixer.hook_scores",)
+
+    def __call__(self, model, batch, cache) -> ProbeResult:
+        rows = []
+        for layer in attention_layers(model):
+            scores = cache[f"blocks.{layer}.mixer.hook_scores"]
+            finite = torch.where(torch.isfinite(scores), scores, torch.full_like(scores, -math.inf))
+            per_head = finite.amax(dim=(0, 2, 3))
+            rows += [row("max_logit", v, layer, h) for h, v in enumerate(per_head.tolist())]
+        return ProbeResult(rows)

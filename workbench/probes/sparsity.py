@@ -1,0 +1,23 @@
+"""Activation sparsity of the MLPs: the lazy-neuron metric (Li et al. 2023, seeds 000 #9, 004 #95).
+
+The percentage of nonzero entries of the MLP activation per token, averaged over real tokens,
+reported per layer; beside it the share of neurons that never fire on the probe batch.
+"""
+from __future__ import annotations
+
+from .registry import Probe, ProbeResult, register_probe, row
+
+
+@register_probe("sparsity")
+class ActivationSparsity(Probe):
+    hooks = ("mlp.hook_post",)
+
+    def __call__(self, model, batch, cache) -> ProbeResult:
+        valid = (batch.tokens != 0).reshape(-1)
+        rows = []
+        for layer in range(len(model.blocks)):
+            post = cache[f"blocks.{layer}.mlp.hook_post"]
+            active = (post.reshape(-1, post.shape[-1])[valid] != 0).float()  # (tokens, neurons)
+            rows.append(row("mlp_nonzero_fraction", active.mean(), layer))
+            rows.append(row("dead_neuron_fraction", (active.sum(0) == 0).float().mean(), layer))
+        return ProbeResult(rows)

@@ -1,0 +1,73 @@
+"""Summaries of stored runs for the command line, the dashboard and notebooks."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .evaluate import length_curve, length_rows
+from .store import Run, open_run
+
+
+def final_values(metrics: pd.DataFrame) -> dict[str, float]:
+    """The last value of every model-level metric (layer, head and length not set)."""
+    scalar = metrics[(metrics.layer == -1) & (metrics.head == -1) & (metrics.length == -1)]
+    if scalar.empty:
+        return {}
+    return {k: float(v) for k, v in scalar.sort_values("step").groupby("probe")["value"].last().items()}
+
+
+def probe_summaries(metrics: pd.DataFrame) -> dict[str, dict]:
+    """Per probe: the first and last value averaged over layers (and heads), and the last per layer."""
+    summaries = {}
+    layered = metrics[(metrics.layer >= 0) & (metrics.head == -1) & (metrics.length == -1)]
+    for probe, rows in layered.groupby("probe"):
+        by_step = rows.groupby("step")["value"].mean().sort_index()
+        last_step = rows[rows.step == rows.step.max()]
+        summaries[probe] = {"first": float(by_step.iloc[0]), "last": float(by_step.iloc[-1]),
+                            "min": float(by_step.min()), "max": float(by_step.max()),
+                            "last_per_layer": {int(r.layer): float(r.value) for r in last_step.itertuples()}}
+    return summaries
+
+
+def length_table(metrics: pd.DataFrame) -> dict[int, float]:
+    rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
+    if rows.empty:
+        return {}
+    latest = rows.sort_values("step").groupby("length")["value"].last()
+    return {int(k): float(v) for k, v in latest.items()}
+
+
+def run_summary(run: Run) -> dict:
+    config = run.config()
+    metrics = run.metrics()
+    status = run.status()
+    return {
+        "run_id": run.run_id, "status": status.get("status"), "step": status.get("step"),
+        "elapsed_s": status.get("elapsed_s"), "diverged_step": status.get("diverged_step"),
+        "n_parameters": status.get("n_parameters"), "demo": run.read_only,
+        "config": config.to_dict(), "final": final_values(metrics),
+        "length_curve": {str(k): v for k, v in length_table(metrics).items()},
+        "probes": probe_summaries(metrics), "snapshots": run.snapshot_steps(),
+    }
+
+
+def eval_lengths(run_id: str, lengths: list[int], n: int = 512) -> dict[int, float]:
+    """Exact match per test length for a finished run; stored as metrics unless the run is a demo."""
+    from .errors import check
+
+    check(n >= 1, "--n", n, "expected at least 1 sample per length")
+    for length in lengths:
+        check(length >= 1, "--lengths", length, "expected lengths >= 1")
+    run = open_run(run_id)
+    model, task = run.load_model()
+    config = run.config()
+    curve = length_curve(model, task, lengths, n, config.train.seed)
+    if not run.read_only:
+        step = int(run.status().get("step", config.train.steps))
+        run.append_metrics(length_rows(curve, step))
+    return curve
+
+
+def nan_to_none(value):
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -1,0 +1,229 @@
+"""The run store on disk: one folder per run, written atomically, read defensively.
+
+    <root>/<run_id>/config.json        the RunConfig (canonical JSON)
+                    status.json        running | interrupted | completed | diverged | failed, timings, versions
+                    metrics.parquet    tidy rows: step, probe, layer, head, length, value
+                    snapshots/         attention-like maps of the probe batch, one safetensors file per step
+                    checkpoint.safetensors   model + optimizer + data-generator state, for resuming
+                    model.safetensors        the final weights
+
+The root is ./data/runs unless WORKBENCH_DATA names another folder. Shipped demo runs live in
+data/demo/ of the repository and are listed beside the user's runs (read-only).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import ConfigError
+
+METRIC_COLUMNS = ["step", "probe", "layer", "head", "length", "value"]
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+FINISHED = ("completed", "diverged")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_root() -> Path:
+    return Path(os.environ.get("WORKBENCH_DATA") or Path.cwd() / "data" / "runs")
+
+
+def demo_root() -> Path:
+    return Path(os.environ.get("WORKBENCH_DEMO") or REPO_ROOT / "data" / "demo")
+
+
+# --- atomic writes --------------------------------------------------------------------------------
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+
+
+def atomic_save(path: Path, write) -> None:
+    """Call write(tmp_path) then rename: for writers that want a file name (parquet, safetensors)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def safe_child(root: Path, name: str, field: str = "run") -> Path:
+    """root/name, refusing names that could escape root."""
+    if not RUN_ID_PATTERN.match(name or "") or name in (".", ".."):
+        raise ConfigError(field, name, "expected letters, digits, '_', '-' or '.' (at most 64), no path separators")
+    path = (root / name).resolve()
+    if path.parent != root.resolve():
+        raise ConfigError(field, name, "must name a folder directly inside the store")
+    return path
+
+
+# --- one run --------------------------------------------------------------------------------------
+class Run:
+    def __init__(self, path: Path, read_only: bool = False):
+        self.path, self.read_only = Path(path), read_only
+        self.run_id = self.path.name
+
+    def __repr__(self) -> str:
+        return f"Run({self.run_id!r}, status={self.status().get('status')!r})"
+
+    # reading
+    def config(self):
+        from .config import RunConfig
+
+        return RunConfig.from_dict(json.loads((self.path / "config.json").read_text()))
+
+    def status(self) -> dict[str, Any]:
+        path = self.path / "status.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def metrics(self) -> pd.DataFrame:
+        path = self.path / "metrics.parquet"
+        if not path.exists():
+            return pd.DataFrame({c: pd.Series(dtype="int64" if c not in ("probe", "value") else
+                                              ("object" if c == "probe" else "float64")) for c in METRIC_COLUMNS})
+        return pd.read_parquet(path)
+
+    def snapshot_steps(self) -> list[int]:
+        folder = self.path / "snapshots"
+        return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.safetensors")) if folder.exists() else []
+
+    def snapshot(self, step: int) -> tuple[dict, dict]:
+        """(arrays, metadata) of the snapshot at `step`; metadata['tokens'] holds decoded tokens."""
+        from safetensors import safe_open
+
+        path = self.path / "snapshots" / f"step_{step:07d}.safetensors"
+        if not path.exists():
+            raise ConfigError("step", step, f"no snapshot; choose one of: {', '.join(map(str, self.snapshot_steps()))}")
+        with safe_open(str(path), framework="pt") as handle:
+            arrays = {k: handle.get_tensor(k) for k in handle.keys()}
+            metadata = {k: json.loads(v) for k, v in (handle.metadata() or {}).items()}
+        return arrays, metadata
+
+    def load_model(self, checkpoint: str = "model.safetensors"):
+        """(model, task) with the run's final weights, in eval mode."""
+        from safetensors.torch import load_file
+
+        from .models import build_model
+        from .tasks import build_task
+
+        config = self.config()
+        task = build_task(config.task.name, config.task.params)
+        model = build_model(config.model, len(task.vocab))
+        state = load_file(str(self.path / checkpoint))
+        model.load_state_dict({k[len("model."):] if k.startswith("model.") else k: v
+                               for k, v in state.items() if not k.startswith(("optim.", "rng."))})
+        return model.eval(), task
+
+    # writing
+    def write_status(self, **changes) -> dict[str, Any]:
+        status = {**self.status(), **changes}
+        atomic_write_json(self.path / "status.json", status)
+        return status
+
+    def write_metrics(self, frame: pd.DataFrame) -> None:
+        frame = frame[METRIC_COLUMNS].reset_index(drop=True)
+        atomic_save(self.path / "metrics.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
+
+    def append_metrics(self, rows: list[dict]) -> None:
+        if rows:
+            self.write_metrics(pd.concat([self.metrics(), metrics_frame(rows)], ignore_index=True))
+
+
+def metrics_frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    for column in ("step", "layer", "head", "length"):
+        frame[column] = frame[column].fillna(-1).astype("int64")
+    frame["value"] = frame["value"].astype("float64")
+    frame["probe"] = frame["probe"].astype(str)
+    return frame
+
+
+# --- the store ------------------------------------------------------------------------------------
+def run_path(run_id: str, root: Path | None = None) -> Path:
+    return safe_child(Path(root or data_root()), run_id)
+
+
+def open_run(run_id: str) -> Run:
+    """A run by id (or unique id prefix) from the user's store, else from the shipped demo runs."""
+    for root, read_only in ((data_root(), False), (demo_root(), True)):
+        if not root.exists():
+            continue
+        exact = safe_child(root, run_id) if RUN_ID_PATTERN.match(run_id or "") else None
+        if exact is not None and (exact / "config.json").exists():
+            return Run(exact, read_only)
+        matches = [p for p in root.iterdir() if p.name.startswith(run_id) and (p / "config.json").exists()]
+        if len(matches) == 1:
+            return Run(matches[0], read_only)
+    safe_child(data_root(), run_id)  # a malformed id gets the clearer message
+    raise ConfigError("run", run_id, "no such run; `workbench runs` lists them")
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    config = run.config()
+    status = run.status()
+    metrics = run.metrics()
+    final = metrics[(metrics.length == -1) & (metrics.layer == -1)]
+    last = final.sort_values("step").groupby("probe")["value"].last() if len(final) else {}
+    return {
+        "run_id": run.run_id, "status": status.get("status", "unknown"),
+        "task": config.task.name, "mixer": config.model.layers or config.model.mixer, "pos": config.model.pos,
+        "layers": len(config.model.layer_mixers()), "d_model": config.model.d_model, "seed": config.train.seed,
+        "steps": config.train.steps, "step": status.get("step", 0),
+        "loss": last.get("loss", float("nan")) if len(final) else float("nan"),
+        "exact_match": last.get("exact_match", float("nan")) if len(final) else float("nan"),
+        "elapsed_s": status.get("elapsed_s", float("nan")), "demo": run.read_only,
+        "label": status.get("label", ""), "created": status.get("created", ""),
+    }
+
+
+def list_runs(include_demo: bool = True) -> pd.DataFrame:
+    """One row per run; folders that cannot be read are skipped with a warning."""
+    rows = []
+    roots = [(data_root(), False)] + ([(demo_root(), True)] if include_demo else [])
+    seen = set()
+    for root, read_only in roots:
+        if not root.exists():
+            continue
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if folder.name in seen:
+                continue
+            try:
+                rows.append(_summary(Run(folder, read_only)))
+                seen.add(folder.name)
+            except Exception as error:  # a corrupt run must not hide the others
+                warnings.warn(f"skipping unreadable run folder {folder}: {type(error).__name__}: {error}",
+                              stacklevel=2)
+    columns = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "seed", "steps", "step",
+               "loss", "exact_match", "elapsed_s", "demo", "label", "created"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def delete_run(run_id: str) -> None:
+    run = open_run(run_id)
+    if run.read_only:
+        raise ConfigError("run", run_id, "is a shipped demo run and cannot be deleted")
+    shutil.rmtree(run.path)

@@ -1,0 +1,243 @@
+"""The training loop: seeded, resumable, with a progress bar, periodic evaluation and probes.
+
+`train(config)` returns the stored Run. An identical config that already finished is returned at
+once; one that was interrupted (Ctrl-C, a crash) resumes from its last checkpoint. A NaN or
+infinite loss stops the run and records it as diverged.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
+
+from . import __version__
+from .config import RunConfig
+from .evaluate import eval_generator, exact_match, length_curve, length_rows
+from .models import build_model
+from .probes import probe_names, run_probes
+from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
+from .tasks import build_task
+from .tasks.labels import randomize_labels
+
+PROBE_SEED = 2_000_003
+STATUS_INTERVAL_S = 1.0  # how often status.json is refreshed for live progress
+
+
+def learning_rate(config: RunConfig, step: int) -> float:
+    """Linear warmup, then cosine decay to min_lr_ratio * lr."""
+    t = config.train
+    if step < t.warmup:
+        return t.lr * (step + 1) / t.warmup
+    progress = (step - t.warmup) / max(1, t.steps - t.warmup)
+    return t.lr * (t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+@dataclass
+class TrainingState:
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    data: torch.Generator
+    step: int = 0
+
+
+def build_state(config: RunConfig, task) -> TrainingState:
+    model = build_model(config.model, len(task.vocab), seed=config.train.seed)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.train.lr, betas=(0.9, config.train.beta2), foreach=True)
+    return TrainingState(model, optimizer, torch.Generator().manual_seed(config.train.seed))
+
+
+# --- checkpoints (safetensors only: no pickles) ---------------------------------------------------
+def save_checkpoint(run: Run, state: TrainingState) -> None:
+    tensors = {f"model.{k}": v.detach().contiguous() for k, v in state.model.state_dict().items()}
+    optim = state.optimizer.state_dict()
+    for index, values in optim["state"].items():
+        for key, value in values.items():
+            tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).contiguous()
+    tensors["rng.data"] = state.data.get_state()
+    metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"])}
+    atomic_save(run.path / "checkpoint.safetensors", lambda tmp: save_file(tensors, tmp, metadata=metadata))
+
+
+def load_checkpoint(run: Run, state: TrainingState) -> None:
+    from safetensors import safe_open
+
+    path = run.path / "checkpoint.safetensors"
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(str(path))
+    state.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    optim_state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, index, name = key.split(".", 2)
+            optim_state.setdefault(int(index), {})[name] = value
+    state.optimizer.load_state_dict({"state": optim_state, "param_groups": json.loads(metadata["param_groups"])})
+    state.data.set_state(tensors["rng.data"])
+    state.step = int(metadata["step"])
+
+
+# --- the loop -------------------------------------------------------------------------------------
+def train(config: RunConfig, progress: bool = True, label: str = "", root=None) -> Run:
+    """Train `config` (or return the stored identical run). Ctrl-C leaves a resumable run.
+
+    root: the store folder (default: WORKBENCH_DATA or ./data/runs)."""
+    run = Run(run_path(config.run_id, root))
+    status = run.status()
+    if status.get("status") in FINISHED:
+        return run
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    task = build_task(config.task.name, config.task.params)
+    state = build_state(config, task)
+    rows: list[dict] = []
+    if (run.path / "checkpoint.safetensors").exists():
+        load_checkpoint(run, state)
+        metrics = run.metrics()
+        rows = metrics[metrics.step <= state.step].to_dict("records")
+    else:
+        run.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(run.path / "config.json", config.to_dict())
+    started = time.time()
+    elapsed_before = float(status.get("elapsed_s", 0.0)) if rows else 0.0
+    run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
+                     created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
+                     label=label or status.get("label", ""), versions=_versions(), error=None,
+                     n_parameters=sum(p.numel() for p in state.model.parameters()))
+    loop = _Loop(config, task, state, run, rows, started, elapsed_before, progress)
+    try:
+        return loop.run()
+    except KeyboardInterrupt:
+        loop.save(status="interrupted")
+        raise
+    except Exception as error:
+        loop.save(status="failed", error=f"{type(error).__name__}: {error}")
+        raise
+
+
+class _Loop:
+    def __init__(self, config, task, state, run, rows, started, elapsed_before, progress):
+        self.config, self.task, self.state, self.run_ = config, task, state, run
+        self.rows, self.started, self.elapsed_before = rows, started, elapsed_before
+        self.progress = progress
+        self.probe_batch = task.sample(config.probes.batch, torch.Generator().manual_seed(PROBE_SEED + config.train.seed),
+                                       train=False)
+        self.probes = probe_names(config.probes)
+        self.last_status = 0.0
+        self.last_loss = float("nan")
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    def save(self, status: str, **extra) -> None:
+        """Persist everything finished so far: metrics, checkpoint, status (in that order)."""
+        self.run_.write_metrics(metrics_frame(self.rows))
+        save_checkpoint(self.run_, self.state)
+        self.run_.write_status(status=status, step=self.state.step, elapsed_s=round(self.elapsed(), 3),
+                               last_loss=self.last_loss, **extra)
+
+    def record(self, probe: str, value: float, step: int, **keys) -> None:
+        self.rows.append({"step": step, "probe": probe, "layer": keys.get("layer", -1),
+                          "head": keys.get("head", -1), "length": keys.get("length", -1), "value": float(value)})
+
+    def run(self) -> Run:
+        c, state = self.config, self.state
+        model, optimizer = state.model, state.optimizer
+        model.train()
+        bar = tqdm(total=c.train.steps, initial=state.step, disable=not self.progress, desc=f"train {self.run_.run_id}",
+                   file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+        window, window_loss = 0, 0.0
+        log_every = max(1, min(50, c.train.steps // 100))
+        while state.step < c.train.steps:
+            step = state.step
+            if c.probes.every and step % c.probes.every == 0:
+                self.probe(step)
+            batch = self.task.sample(c.train.batch_size, state.data)
+            if c.task.random_labels:
+                batch = randomize_labels(batch, len(self.task.vocab), c.train.seed)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(c, step)
+            logits = model(batch.tokens, batch.position_ids)
+            mask = batch.loss_mask
+            loss = F.cross_entropy(logits[mask], batch.targets[mask])
+            if not torch.isfinite(loss):
+                self.last_loss = loss.item()
+                self.record("loss", float("nan"), step)
+                self.save(status="diverged", diverged_step=step)
+                bar.close()
+                return self.run_
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), c.train.grad_clip if c.train.grad_clip > 0 else math.inf)
+            optimizer.step()
+            state.step += 1
+            window_loss, window = window_loss + loss.item(), window + 1
+            if window == log_every or state.step == c.train.steps:
+                self.last_loss = window_loss / window
+                self.record("loss", self.last_loss, state.step)
+                self.record("grad_norm", float(grad_norm), state.step)
+                self.record("lr", learning_rate(c, step), state.step)
+                window, window_loss = 0, 0.0
+                bar.set_postfix(loss=f"{self.last_loss:.4f}", refresh=False)
+            bar.update(1)
+            if c.train.eval_every and state.step % c.train.eval_every == 0 and state.step < c.train.steps:
+                self.evaluate(state.step)
+            if c.train.checkpoint_every and state.step % c.train.checkpoint_every == 0 and state.step < c.train.steps:
+                self.save(status="running")
+            elif time.time() - self.last_status > STATUS_INTERVAL_S:
+                self.last_status = time.time()
+                self.run_.write_status(step=state.step, elapsed_s=round(self.elapsed(), 3), last_loss=self.last_loss)
+        bar.close()
+        return self.finish()
+
+    def probe(self, step: int) -> None:
+        snapshot_every = self.config.probes.snapshot_every or self.config.probes.every
+        examples = self.config.probes.snapshot_examples if (self.config.probes.snapshots and step % snapshot_every == 0) else 0
+        result = run_probes(self.state.model, self.probe_batch, self.probes, examples)
+        self.rows += [{**r, "step": step} for r in result.rows]
+        if result.arrays:
+            self.save_snapshot(step, result.arrays)
+
+    def save_snapshot(self, step: int, arrays: dict) -> None:
+        n = next(iter(arrays.values())).shape[0]
+        tokens = [[self.task.vocab.symbols[int(t)] for t in self.probe_batch.tokens[i] if int(t) != 0] for i in range(n)]
+        arrays = {**arrays, "tokens": self.probe_batch.tokens[:n].contiguous()}
+        metadata = {"tokens": json.dumps(tokens), "step": json.dumps(step)}
+        path = self.run_.path / "snapshots" / f"step_{step:07d}.safetensors"
+        atomic_save(path, lambda tmp: save_file(arrays, tmp, metadata=metadata))
+
+    def evaluate(self, step: int) -> None:
+        accuracy, loss = exact_match(self.state.model, self.task, self.config.train.eval_samples,
+                                     eval_generator(self.config.train.seed))
+        self.record("exact_match", accuracy, step)
+        self.record("eval_loss", loss, step)
+
+    def finish(self) -> Run:
+        c, step = self.config, self.state.step
+        if c.probes.every:
+            self.probe(step)
+        self.evaluate(step)
+        if c.task.eval_lengths:
+            curve = length_curve(self.state.model, self.task, list(c.task.eval_lengths), c.train.eval_samples, c.train.seed)
+            self.rows += length_rows(curve, step)
+        weights = {k: v.detach().contiguous() for k, v in self.state.model.state_dict().items()}
+        atomic_save(self.run_.path / "model.safetensors", lambda tmp: save_file(weights, tmp))
+        self.save(status="completed")
+        (self.run_.path / "checkpoint.safetensors").unlink(missing_ok=True)
+        return self.run_
+
+
+def _versions() -> dict:
+    return {"workbench": __version__, "torch": torch.__version__, "python": platform.python_version()}
