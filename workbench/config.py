@@ -133,8 +133,10 @@ class RunConfig:
     # --- checking -----------------------------------------------------------------------------
     def validate(self) -> None:
         from .models import MIXERS, POSITIONS
+        from .models.positions import ids_for_encoding
         from .tasks import build_task
 
+        self.task.params = ids_for_encoding(self.model.pos, self.task.name, self.task.params)  # ids follow model.pos
         task = build_task(self.task.name, self.task.params)  # checks the task's own parameters
         self.task.params = dataclasses.asdict(task.params)  # resolved, so defaults hash the same
         for length in self.task.eval_lengths:

@@ -3,7 +3,14 @@
 One module per model. Each encoding may (a) add an embedding to the token embeddings, (b) rotate
 queries and keys, and/or (c) add a bias to the attention logits of a given layer. `positions()`
 decides which integer positions a batch gets: 0..T-1 by default, the task's own ids for
-`coupling`-style encodings.
+`coupling` and `abacus`, a sorted random subset of a larger range for `randomized` in training.
+
+Task ids. A task with structured positions may offer several id schemes through its `ids`
+parameter (addition: "coupling" or "abacus"). An encoding that reads task ids names the scheme it
+needs (`task_ids`); `ids_for_encoding` makes the task's `ids` follow the model's encoding, so
+`model.pos=abacus` alone is enough. Two-level ids (multi-operand addition, multiplication) pack
+`significance + LEVEL_STRIDE * level` into one id; `coupling` unpacks them into two learned
+tables, one per level, summed (multi-level position coupling, seed 000 #1).
 """
 from __future__ import annotations
 
@@ -14,12 +21,14 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..registry import Registry
+from ..tasks.common import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
 
 POSITIONS: Registry[type["PositionalEncoding"]] = Registry("positional encoding", "model.pos")
 
 
 class PositionalEncoding(nn.Module):
     uses_task_ids = False  # True: positions come from the task's position_ids
+    task_ids: str | None = None  # the task id scheme this encoding reads ("coupling", "abacus")
 
     def __init__(self, config, n_layers: int):
         super().__init__()
@@ -72,10 +81,61 @@ class Learned(TableEncoding):
 
 @POSITIONS.register("coupling")
 class Coupling(TableEncoding):
-    """Position coupling (Cho et al. 2024): a learned table indexed by the task's coupled ids."""
+    """Position coupling (Cho et al. 2024): a learned table indexed by the task's coupled ids.
+
+    Multi-level coupling (seed 000 #1): ids >= LEVEL_STRIDE carry a second level (operand or
+    partial-sum index); its own learned table is added, so significance is shared across levels."""
 
     name = "coupling"
     uses_task_ids = True
+    task_ids = "coupling"
+
+    def __init__(self, config, n_layers):
+        super().__init__(config, n_layers)
+        self.levels = nn.Embedding(MAX_LEVELS, config.d_model)
+        nn.init.normal_(self.levels.weight, std=0.02)
+
+    def embed(self, positions: Tensor) -> Tensor:
+        significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
+        if int(level.max()) >= MAX_LEVELS:
+            raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")
+        return super().embed(significance) + self.levels(level)
+
+
+@POSITIONS.register("abacus")
+class Abacus(TableEncoding):
+    """Abacus embeddings (McLeish et al. 2024): a learned table over the task's digit-run ids
+    (each number's digits counted from its least significant one, from a random offset per batch
+    in training). The task writes the ids; `ids_for_encoding` selects task.ids=abacus."""
+
+    name = "abacus"
+    uses_task_ids = True
+    task_ids = "abacus"
+
+
+@POSITIONS.register("randomized")
+class Randomized(TableEncoding):
+    """Randomized positions (Ruoss et al. 2023, seed 004 #103): a learned table over 0..max_positions-1;
+    each sequence gets a sorted random subset of that range, so every row of the table is trained
+    and long test sequences stay in distribution.
+
+    Training draws from torch's global generator (seeded by the trainer). Evaluation draws too, as
+    the reference implementation does, but from a fixed generator, so evaluation is reproducible;
+    consecutive ids 0..T-1 would put a model trained on spread-out ids out of distribution."""
+
+    name = "randomized"
+    EVAL_SEED = 0
+
+    def positions(self, tokens: Tensor, position_ids: Tensor | None) -> Tensor:
+        B, T = tokens.shape
+        size = self.table.num_embeddings
+        if T > size:
+            raise ConfigError("model.max_positions", size,
+                              f"randomized positions need model.max_positions >= sequence length ({T})")
+        generator = None if self.training else torch.Generator().manual_seed(self.EVAL_SEED)
+        keys = torch.rand(B, size, generator=generator)
+        chosen = keys.argsort(dim=1)[:, :T].sort(dim=1).values
+        return chosen.to(tokens.device)
 
 
 @POSITIONS.register("nope")
@@ -131,3 +191,25 @@ class Alibi(PositionalEncoding):
     def bias(self, layer, positions):
         distance = (positions[:, :, None] - positions[:, None, :]).clamp(min=0).float()  # (B, T, T)
         return -self.slopes[None, :, None, None] * distance[:, None]
+
+
+def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
+    """The task parameters with `ids` set to the scheme the encoding reads (a no-op otherwise).
+
+    Raises a ConfigError when the encoding needs task ids the task does not provide."""
+    from ..tasks import TASKS
+
+    encoding, task = POSITIONS.get(pos), TASKS.get(task_name)
+    if not encoding.uses_task_ids:
+        return task_params
+    if not task.uses_position_ids:
+        with_ids = [name for name in TASKS.names() if TASKS.get(name).uses_position_ids]
+        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; "
+                                            f"use it with another encoding or choose a task among: {', '.join(with_ids)}")
+    schemes = task.id_schemes
+    if encoding.task_ids not in schemes:
+        raise ConfigError("model.pos", pos, f"task {task_name!r} offers {', '.join(schemes)} ids, "
+                                            f"not {encoding.task_ids}")
+    if len(schemes) > 1:
+        return {**task_params, "ids": encoding.task_ids}
+    return task_params

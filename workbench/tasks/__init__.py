@@ -1,6 +1,7 @@
 """Synthetic tasks, chosen by name from TASKS. Importing this package registers every task."""
 from .base import TASKS, Batch, Task, Vocab, register_task  # noqa: F401
 from . import addition, copy  # noqa: F401  (registration)
+from . import markov, memorize, multi_operand, multiplication, parity, retrieval, strings  # noqa: F401,E402
 
 
 def build_task(name: str, params: dict | None = None) -> Task:

@@ -9,6 +9,15 @@ smallest id): '+' and '=' get `start`, a digit of significance k (units: k = 1) 
 in both operands and in the answer; BOS, EOS and PAD get 0. In training `start` is drawn per
 sample from 1..max_position - (n + 1), so every id up to max_position is trained; in evaluation
 start = 1.
+
+Abacus ids (`ids=abacus`, McLeish et al. 2024): each number's digits are counted from its least
+significant digit, the digit of significance k getting `offset + k`, in both operands and the
+answer; every other token gets 0. The offset is drawn once per batch in training (uniform over
+0..max_position - (n + 1)) and is 0 in evaluation. `model.pos=abacus` selects these ids.
+
+`reverse_answer=False` writes the answer most significant digit first (the "plain" format); the
+ids still follow each digit's significance. Training draws operand lengths from
+min_digits..max_digits; a test set may take any length.
 """
 from __future__ import annotations
 
@@ -18,8 +27,10 @@ import torch
 
 from ..errors import check
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
+from .common import random_start
 
 DIGITS = [str(d) for d in range(10)]
+ID_SCHEMES = ("coupling", "abacus")
 
 
 @dataclass
@@ -28,6 +39,8 @@ class AdditionParams:
     max_digits: int = field(default=10, metadata={"help": "most digits per operand in training"})
     reverse_answer: bool = field(default=True, metadata={"help": "answer least significant digit first"})
     max_position: int = field(default=64, metadata={"help": "largest coupled position id trained"})
+    ids: str = field(default="coupling", metadata={"help": "position ids: coupling or abacus (follows model.pos)",
+                                                   "choices": ID_SCHEMES})
 
 
 def random_operands(n: int, lengths: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -62,9 +75,11 @@ class Addition(Task):
     description = "a + b with zero-padded operands and a (by default) reversed answer"
     length_name = "digits per operand"
     uses_position_ids = True
+    id_schemes = ID_SCHEMES
 
     def validate(self) -> None:
         p = self.params
+        check(p.ids in ID_SCHEMES, "task.ids", p.ids, "choose one of: " + ", ".join(ID_SCHEMES))
         check(p.min_digits >= 1, "task.min_digits", p.min_digits, "expected >= 1")
         check(p.max_digits >= p.min_digits, "task.max_digits", p.max_digits,
               f"expected >= task.min_digits ({p.min_digits})")
@@ -91,11 +106,15 @@ class Addition(Task):
         else:
             len_a = len_b = torch.full((n,), length)
         width = torch.maximum(len_a, len_b)
-        groups = [self._fixed_width(w, len_a[idx], len_b[idx], generator, train)
+        abacus_offset = 0
+        if self.params.ids == "abacus" and train:  # one offset per batch, as McLeish et al. draw it
+            high = max(0, self.params.max_position - (int(width.max()) + 1))
+            abacus_offset = int(torch.randint(0, high + 1, (1,), generator=generator))
+        groups = [self._fixed_width(w, len_a[idx], len_b[idx], generator, train, abacus_offset)
                   for w, idx in split_by_length(width)]
         return concat_padded(groups)
 
-    def _fixed_width(self, n: int, len_a, len_b, generator, train: bool) -> Batch:
+    def _fixed_width(self, n: int, len_a, len_b, generator, train: bool, abacus_offset: int = 0) -> Batch:
         m = len_a.shape[0]
         a = random_operands(n, len_a, generator)
         b = random_operands(n, len_b, generator)
@@ -106,16 +125,17 @@ class Addition(Task):
         prompt = torch.cat([column(BOS), a.flip(1) + zero, column("+"), b.flip(1) + zero, column("=")], 1)
         answer_tokens = torch.cat([answer + zero, column(EOS)], 1)
 
-        if train:
-            start = torch.randint(1, self.params.max_position - n, (m, 1), generator=generator)
-        else:
-            start = torch.ones(m, 1, dtype=torch.long)
         significance = torch.arange(n, 0, -1).expand(m, n)  # operands are written most significant first
         answer_significance = torch.arange(1, n + 2).expand(m, n + 1)
         if not self.params.reverse_answer:
             answer_significance = answer_significance.flip(1)
         zeros = torch.zeros(m, 1, dtype=torch.long)
-        prompt_pos = torch.cat([zeros, start + significance, start, start + significance, start], 1)
+        if self.params.ids == "abacus":
+            start, operator = torch.full((m, 1), abacus_offset), zeros
+        else:
+            start = random_start(m, n + 1, self.params.max_position, generator, train)
+            operator = start
+        prompt_pos = torch.cat([zeros, start + significance, operator, start + significance, operator], 1)
         answer_pos = torch.cat([start + answer_significance, zeros], 1)
         meta = {"length": torch.full((m,), n), "len_a": len_a, "len_b": len_b}
         return assemble(prompt, answer_tokens, prompt_pos, answer_pos, meta)

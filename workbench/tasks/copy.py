@@ -12,6 +12,7 @@ import torch
 
 from ..errors import check
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
+from .common import random_start
 
 
 @dataclass
@@ -63,10 +64,7 @@ class Copy(Task):
         column = lambda s: torch.full((m, 1), self.vocab[s])  # noqa: E731
         prompt = torch.cat([column(BOS), symbols, column("=")], 1)
         answer = torch.cat([symbols, column(EOS)], 1)
-        if train:
-            start = torch.randint(0, self.params.max_position - L, (m, 1), generator=generator)
-        else:
-            start = torch.zeros(m, 1, dtype=torch.long)
+        start = random_start(m, L + 1, self.params.max_position, generator, train, first=0)
         index = start + torch.arange(1, L + 1).expand(m, L)
         zeros = torch.zeros(m, 1, dtype=torch.long)
         prompt_pos = torch.cat([zeros, index, start], 1)

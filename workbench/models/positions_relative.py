@@ -1,0 +1,97 @@
+"""Relative positional encodings that add a learned bias to the attention logits of each layer.
+
+Both are functions of the query-key distance i - j (>= 0 under the causal mask), so they apply
+unchanged at any length: `t5_bias` buckets distances (exact for short ones, logarithmic up to a
+largest bucket), `fire` maps a log-transformed, progressively interpolated distance through a
+small MLP. Each returns a (1 or B, H, T, T) bias; future keys (j > i) get the value of distance 0
+and are masked by the attention anyway.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .positions import POSITIONS, PositionalEncoding
+
+
+def _shared_rows(positions: Tensor) -> Tensor:
+    """(B', T): one row when every sequence has the same positions (the usual 0..T-1), so the
+    (B, H, T, T) bias is computed once and broadcast over the batch."""
+    if positions.shape[0] > 1 and bool((positions == positions[:1]).all()):
+        return positions[:1]
+    return positions
+
+
+def _distance(positions: Tensor) -> Tensor:
+    """(B', T, T) query-minus-key distance, clamped at 0 (causal)."""
+    positions = _shared_rows(positions)
+    return (positions[:, :, None] - positions[:, None, :]).clamp(min=0)
+
+
+def t5_buckets(distance: Tensor, n_buckets: int = 32, max_distance: int = 128) -> Tensor:
+    """T5's unidirectional buckets (Raffel et al. 2020): half the buckets hold distances 0..n/2-1
+    exactly, the other half grow logarithmically up to max_distance; farther shares the last."""
+    exact = n_buckets // 2
+    far = distance.float().clamp(min=1) / exact
+    log_bucket = exact + (torch.log(far) / math.log(max_distance / exact) * (n_buckets - exact)).long()
+    log_bucket = log_bucket.clamp(max=n_buckets - 1)
+    return torch.where(distance < exact, distance, log_bucket)
+
+
+@POSITIONS.register("t5_bias")
+class T5Bias(PositionalEncoding):
+    """Bucketed relative bias: a learned (bucket -> per-head bias) table per layer."""
+
+    name = "t5_bias"
+    N_BUCKETS, MAX_DISTANCE = 32, 128
+
+    def __init__(self, config, n_layers):
+        super().__init__(config, n_layers)
+        self.tables = nn.ModuleList(nn.Embedding(self.N_BUCKETS, self.n_heads) for _ in range(n_layers))
+
+    def bias(self, layer, positions):
+        buckets = t5_buckets(_distance(positions), self.N_BUCKETS, self.MAX_DISTANCE)
+        return self.tables[layer](buckets).permute(0, 3, 1, 2)  # (B', H, T, T)
+
+
+class FireBias(nn.Module):
+    """One layer of FIRE (Li et al. 2024, seed 000 #7; RECIPES.md section 4):
+    b(i, j) = f(psi(i - j) / (psi(max(L, i)) + eps)), psi(x) = log(|c x| + 1),
+    f = Linear(1 -> 32) ReLU Linear(32 -> H), c learnable (init 0.1), L = |L_mult * 512| with
+    L_mult learnable (init 1) and 512 frozen. Dividing by psi(max(L, i)) is the progressive
+    interpolation: beyond L the normalized distance stays in [0, 1]."""
+
+    WIDTH, C_INIT, L_INIT, EPS = 32, 0.1, 512.0, 1e-6
+
+    def __init__(self, n_heads: int):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(1, self.WIDTH), nn.ReLU(), nn.Linear(self.WIDTH, n_heads))
+        self.c = nn.Parameter(torch.tensor(self.C_INIT))
+        self.L_multiplier = nn.Parameter(torch.tensor(1.0))
+        self.register_buffer("L_init", torch.tensor(self.L_INIT), persistent=False)
+
+    def psi(self, x: Tensor) -> Tensor:
+        return torch.log(torch.abs(self.c * x) + 1.0)
+
+    def forward(self, positions: Tensor) -> Tensor:
+        query = _shared_rows(positions).float()[:, :, None]  # (B', T, 1)
+        distance = _distance(positions).float()  # (B', T, T)
+        threshold = torch.abs(self.L_multiplier * self.L_init)
+        normalized = self.psi(distance) / (self.psi(torch.maximum(query, threshold)) + self.EPS)
+        return self.mlp(normalized[..., None]).permute(0, 3, 1, 2)  # (B', H, T, T)
+
+
+@POSITIONS.register("fire")
+class Fire(PositionalEncoding):
+    """FIRE: one small MLP per attention layer over the normalized log distance."""
+
+    name = "fire"
+
+    def __init__(self, config, n_layers):
+        super().__init__(config, n_layers)
+        self.layers = nn.ModuleList(FireBias(self.n_heads) for _ in range(n_layers))
+
+    def bias(self, layer, positions):
+        return self.layers[layer](positions)

@@ -1,0 +1,60 @@
+"""Small helpers shared by the task modules: symbol names, length draws, coupled-id offsets."""
+from __future__ import annotations
+
+import string
+
+import torch
+from torch import Tensor
+
+from ..errors import check
+
+DIGITS = [str(d) for d in range(10)]
+
+
+def symbol_names(count: int, prefix: str, letters: bool = True) -> list[str]:
+    """`count` distinct symbols: single letters (or digits) when they fit, else prefix0, prefix1, ..."""
+    pool = list(string.ascii_lowercase) if letters else DIGITS
+    if count <= len(pool):
+        return pool[:count]
+    return [f"{prefix}{i}" for i in range(count)]
+
+
+def check_range(prefix: str, low_name: str, low: int, high_name: str, high: int, floor: int = 1) -> None:
+    check(low >= floor, f"{prefix}.{low_name}", low, f"expected >= {floor}")
+    check(high >= low, f"{prefix}.{high_name}", high, f"expected >= {prefix}.{low_name} ({low})")
+
+
+def draw_lengths(n: int, low: int, high: int, generator: torch.Generator, length: int | None) -> Tensor:
+    """Per-sample lengths: uniform over low..high in training (length=None), else all `length`."""
+    if length is None:
+        return torch.randint(low, high + 1, (n,), generator=generator)
+    return torch.full((n,), length)
+
+
+def random_start(m: int, span: int, max_position: int, generator: torch.Generator, train: bool,
+                 first: int = 1) -> Tensor:
+    """(m, 1) start offsets for coupled ids covering `span` ids above the start: uniform over
+    first..max_position - span in training, so every id up to max_position is trained (a longer
+    span than max_position allows falls back to `first`); `first` in evaluation."""
+    if not train:
+        return torch.full((m, 1), first)
+    high = max(first, max_position - span)
+    return torch.randint(first, high + 1, (m, 1), generator=generator)
+
+
+def column(m: int, token_id: int) -> Tensor:
+    """(m, 1) of one token id."""
+    return torch.full((m, 1), token_id)
+
+
+def sorted_random_positions(m: int, length: int, count: int, generator: torch.Generator) -> Tensor:
+    """(m, count) distinct positions in 0..length-1 per row, increasing."""
+    keys = torch.rand(m, length, generator=generator)
+    return keys.argsort(dim=1)[:, :count].sort(dim=1).values
+
+
+# Two-level position ids (multi-level position coupling, seed 000 #1) pack the second level into
+# one id: significance + LEVEL_STRIDE * level. The `coupling` encoding unpacks them.
+LEVEL_STRIDE = 1 << 16
+MAX_LEVELS = 64
+

@@ -1,0 +1,136 @@
+"""Multi-operand addition with a running-sum scratchpad and two-level position coupling
+(Cho et al. 2024b, seed 000 #1).
+
+`^ 0 7 + 1 2 + 0 5 = 7 0 0 > 9 1 0 > 4 2 0 $`: k operands zero-padded to n digits (most
+significant first); the answer lists the running sums s_1 = a_1, s_i = s_{i-1} + a_i, each
+written least significant digit first and zero-padded to W = n + digits(k - 1) digits, separated
+by '>'; the last one is the result. Loss on the whole answer.
+
+Position ids have two levels, packed as `significance + LEVEL_STRIDE * level` (the `coupling`
+encoding unpacks them into two summed tables): significance as in `addition` (digit of
+significance j gets start + j, '+', '=', '>' get start; start random in training, 1 in
+evaluation), level i for operand a_i, for running sum s_i and for the operator after either
+(level offset random in training too, so every level up to max_level is trained). BOS/EOS/PAD: 0.
+The length axis is digits per operand; the operand count of a test set is `eval_operands`
+(0: drawn from the training range).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import check
+from .addition import DIGITS, random_operands
+from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
+from .common import LEVEL_STRIDE, MAX_LEVELS, check_range, column, random_start
+
+
+@dataclass
+class MultiOperandParams:
+    min_digits: int = field(default=1, metadata={"help": "fewest digits per operand in training"})
+    max_digits: int = field(default=5, metadata={"help": "most digits per operand in training"})
+    min_operands: int = field(default=2, metadata={"help": "fewest operands in training"})
+    max_operands: int = field(default=5, metadata={"help": "most operands in training"})
+    eval_operands: int = field(default=0, metadata={"help": "operands in test sets (0: training range)"})
+    max_position: int = field(default=32, metadata={"help": "largest significance id trained"})
+    max_level: int = field(default=12, metadata={"help": "largest operand-level id trained"})
+
+
+def sum_width(n: int, k: int) -> int:
+    """Digits that hold the sum of k numbers of n digits: k (10^n - 1) < 10^(n + digits(k - 1))."""
+    return n + len(str(max(k - 1, 1)))
+
+
+def running_sums(operands: torch.Tensor, width: int) -> torch.Tensor:
+    """(m, k, n) digits least significant first -> (m, k, width) running sums, same order."""
+    m, k, n = operands.shape
+    padded = torch.nn.functional.pad(operands, (0, width - n))
+    sums = torch.zeros(m, k, width, dtype=torch.long)
+    total = torch.zeros(m, width, dtype=torch.long)
+    for i in range(k):
+        carry = torch.zeros(m, dtype=torch.long)
+        for j in range(width):
+            column_sum = total[:, j] + padded[:, i, j] + carry
+            total[:, j], carry = column_sum % 10, column_sum // 10
+        sums[:, i] = total
+    return sums
+
+
+@register_task
+class MultiOperandAddition(Task):
+    name = "multi_operand_addition"
+    Params = MultiOperandParams
+    description = "sum of several operands with a running-sum scratchpad and two-level coupled ids"
+    length_name = "digits per operand"
+    uses_position_ids = True
+
+    def validate(self) -> None:
+        p = self.params
+        check_range("task", "min_digits", p.min_digits, "max_digits", p.max_digits)
+        check_range("task", "min_operands", p.min_operands, "max_operands", p.max_operands, floor=2)
+        check(p.eval_operands == 0 or p.eval_operands >= 2, "task.eval_operands", p.eval_operands,
+              "expected 0 (training range) or >= 2")
+        most = max(p.max_operands, p.eval_operands)
+        check(most <= p.max_level <= MAX_LEVELS - 1, "task.max_level", p.max_level,
+              f"expected {most}..{MAX_LEVELS - 1} (at least the number of operands)")
+        width = sum_width(p.max_digits, p.max_operands)
+        check(p.max_position >= width + 1, "task.max_position", p.max_position,
+              f"expected >= {width + 1} (the widest running sum + 1)")
+
+    def build_vocab(self) -> Vocab:
+        return Vocab(DIGITS + ["+", "=", ">"])
+
+    def train_lengths(self) -> tuple[int, int]:
+        return self.params.min_digits, self.params.max_digits
+
+    def eval_count(self) -> int:
+        return self.params.eval_operands or self.params.max_operands
+
+    def sequence_length(self, length: int) -> int:
+        k = self.eval_count()
+        return 1 + k * (length + 1) + k * (sum_width(length, k) + 1) - 1
+
+    def max_position_id(self, length: int) -> int:
+        return max(self.params.max_position, sum_width(length, self.eval_count()) + 1)
+
+    def _sample(self, n, generator, length, train) -> Batch:
+        p = self.params
+        if length is None or not p.eval_operands:
+            counts = torch.randint(p.min_operands, p.max_operands + 1, (n,), generator=generator)
+        else:
+            counts = torch.full((n,), p.eval_operands)
+        groups = []
+        for k, idx in split_by_length(counts):
+            m = idx.numel()
+            if length is None:
+                lengths = torch.randint(p.min_digits, p.max_digits + 1, (m, k), generator=generator)
+            else:
+                lengths = torch.full((m, k), length)
+            width = lengths.max(1).values
+            groups += [self._fixed(w, k, lengths[sub], generator, train) for w, sub in split_by_length(width)]
+        return concat_padded(groups)
+
+    def _fixed(self, n: int, k: int, lengths: torch.Tensor, generator, train: bool) -> Batch:
+        m, W, v = lengths.shape[0], sum_width(n, k), self.vocab
+        operands = torch.stack([random_operands(n, lengths[:, i], generator) for i in range(k)], 1)
+        sums = running_sums(operands, W)
+        zero = v["0"]
+        start = random_start(m, W, self.params.max_position, generator, train)
+        level0 = random_start(m, k, self.params.max_level, generator, train, first=0)
+        level = (level0 + torch.arange(1, k + 1)) * LEVEL_STRIDE  # (m, k)
+
+        prompt, prompt_pos = [column(m, v[BOS])], [torch.zeros(m, 1, dtype=torch.long)]
+        for i in range(k):
+            operator = "=" if i == k - 1 else "+"
+            prompt += [operands[:, i].flip(1) + zero, column(m, v[operator])]
+            prompt_pos += [start + torch.arange(n, 0, -1) + level[:, i:i + 1], start + level[:, i:i + 1]]
+        answer, answer_pos = [], []
+        for i in range(k):
+            last = i == k - 1
+            answer += [sums[:, i] + zero, column(m, v[EOS] if last else v[">"])]
+            answer_pos += [start + torch.arange(1, W + 1) + level[:, i:i + 1],
+                           torch.zeros(m, 1, dtype=torch.long) if last else start + level[:, i:i + 1]]
+        meta = {"length": torch.full((m,), n), "operands": torch.full((m,), k)}
+        return assemble(torch.cat(prompt, 1), torch.cat(answer, 1), torch.cat(prompt_pos, 1),
+                        torch.cat(answer_pos, 1), meta)

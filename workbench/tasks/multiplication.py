@@ -1,0 +1,159 @@
+"""Multiplication a x b with a partial-product scratchpad and two-level coupled ids
+(Cho et al. 2024b, seed 000 #1), and optional train-set priming (Jelassi et al. 2023, seed 004 #163).
+
+`^ 4 2 3 * 1 2 = 6 4 8 0 0 > 6 7 0 5 0 $` for 423 x 21: a has N digits (the length axis), b has M
+(min_b_digits..max_b_digits; N x 2 by default). The answer lists s_j = s_{j-1} + a * b_j * 10^(j-1)
+for the digits b_1 (units) .. b_M of b, each least significant first, zero-padded to N + M digits,
+separated by '>'; s_M = a * b. Loss on the whole answer.
+
+Position ids (our interpretation; packed as `significance + LEVEL_STRIDE * level`, see
+`multi_operand_addition`): a's digit of significance t gets start + t at level 0, '*' and '='
+get start at level 0; b's digit j gets start + j at level j; digit t of s_j gets start + t at level j,
+and the '>' after it start at level j. start is random in training, 1 in evaluation.
+
+Priming: `priming` > 0 keeps that many fixed long examples (a of `priming_digits` digits, drawn once
+from `priming_seed`); in training each sample is replaced by one of them with probability
+`priming_rate`. Test sets never contain them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import check
+from .addition import DIGITS, random_operands
+from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
+from .common import LEVEL_STRIDE, MAX_LEVELS, check_range, column, random_start
+
+
+@dataclass
+class MultiplicationParams:
+    min_digits: int = field(default=1, metadata={"help": "fewest digits of a in training"})
+    max_digits: int = field(default=5, metadata={"help": "most digits of a in training"})
+    min_b_digits: int = field(default=2, metadata={"help": "fewest digits of b"})
+    max_b_digits: int = field(default=2, metadata={"help": "most digits of b"})
+    max_position: int = field(default=32, metadata={"help": "largest significance id trained"})
+    priming: int = field(default=0, metadata={"help": "fixed long examples mixed into training (0: off)"})
+    priming_digits: int = field(default=0, metadata={"help": "digits of a in primed examples (0: 3 x max_digits)"})
+    priming_rate: float = field(default=0.02, metadata={"help": "probability a training sample is primed"})
+    priming_seed: int = field(default=0, metadata={"help": "seed of the primed examples"})
+
+
+def times_digit(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """(m, n) digits least significant first times (m,) single digits -> (m, n + 1)."""
+    m, n = a.shape
+    out = torch.zeros(m, n + 1, dtype=torch.long)
+    carry = torch.zeros(m, dtype=torch.long)
+    for t in range(n):
+        value = a[:, t] * d + carry
+        out[:, t], carry = value % 10, value // 10
+    out[:, n] = carry
+    return out
+
+
+def partial_sums(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(m, N) and (m, M) digits least significant first -> (m, M, N + M) running sums of a * b_j * 10^(j-1)."""
+    m, N = a.shape
+    M, W = b.shape[1], a.shape[1] + b.shape[1]
+    sums = torch.zeros(m, M, W, dtype=torch.long)
+    total = torch.zeros(m, W, dtype=torch.long)
+    for j in range(M):
+        shifted = torch.zeros(m, W, dtype=torch.long)
+        shifted[:, j:j + N + 1] = times_digit(a, b[:, j])
+        carry = torch.zeros(m, dtype=torch.long)
+        for t in range(W):
+            value = total[:, t] + shifted[:, t] + carry
+            total[:, t], carry = value % 10, value // 10
+        sums[:, j] = total
+    return sums
+
+
+@register_task
+class Multiplication(Task):
+    name = "multiplication"
+    Params = MultiplicationParams
+    description = "a x b with a partial-product scratchpad, coupled ids and optional priming"
+    length_name = "digits of a"
+    uses_position_ids = True
+
+    def __init__(self, params=None):
+        super().__init__(params)
+        self.primed = self.primed_examples() if self.params.priming else None
+
+    def validate(self) -> None:
+        p = self.params
+        check_range("task", "min_digits", p.min_digits, "max_digits", p.max_digits)
+        check_range("task", "min_b_digits", p.min_b_digits, "max_b_digits", p.max_b_digits)
+        check(p.max_b_digits < MAX_LEVELS, "task.max_b_digits", p.max_b_digits, f"expected < {MAX_LEVELS}")
+        width = p.max_digits + p.max_b_digits
+        check(p.max_position >= width + 1, "task.max_position", p.max_position, f"expected >= {width + 1}")
+        check(p.priming >= 0, "task.priming", p.priming, "expected >= 0")
+        check(p.priming_digits >= 0, "task.priming_digits", p.priming_digits, "expected >= 0 (0: 3 x max_digits)")
+        check(0.0 <= p.priming_rate <= 1.0, "task.priming_rate", p.priming_rate, "expected 0..1")
+
+    def build_vocab(self) -> Vocab:
+        return Vocab(DIGITS + ["*", "=", ">"])
+
+    def train_lengths(self) -> tuple[int, int]:
+        return self.params.min_digits, self.params.max_digits
+
+    def sequence_length(self, length: int) -> int:
+        M = self.params.max_b_digits
+        return 1 + length + 1 + M + 1 + M * (length + M + 1) - 1
+
+    def max_position_id(self, length: int) -> int:
+        return max(self.params.max_position, length + self.params.max_b_digits + 1)
+
+    def primed_examples(self) -> Batch:
+        p = self.params
+        digits = p.priming_digits or 3 * p.max_digits
+        generator = torch.Generator().manual_seed(p.priming_seed)
+        examples = self.draw(p.priming, generator, digits, train=False)
+        examples.meta["primed"] = torch.ones(p.priming, dtype=torch.bool)
+        return examples
+
+    def _sample(self, n, generator, length, train) -> Batch:
+        if not (train and length is None and self.primed is not None):
+            return self.draw(n, generator, length, train)
+        primed = torch.rand(n, generator=generator) < self.params.priming_rate
+        parts = []
+        if int((~primed).sum()):
+            parts.append(self.draw(int((~primed).sum()), generator, None, train))
+        if int(primed.sum()):
+            which = torch.randint(0, self.params.priming, (int(primed.sum()),), generator=generator)
+            parts.append(self.primed.select(which))
+        return concat_padded(parts)
+
+    def draw(self, n, generator, length, train) -> Batch:
+        p = self.params
+        len_a = torch.randint(p.min_digits, p.max_digits + 1, (n,), generator=generator) if length is None \
+            else torch.full((n,), length)
+        len_b = torch.randint(p.min_b_digits, p.max_b_digits + 1, (n,), generator=generator)
+        groups = []
+        for N, idx in split_by_length(len_a):
+            for M, sub in split_by_length(len_b[idx]):
+                groups.append(self._fixed(N, M, sub.numel(), generator, train))
+        batch = concat_padded(groups)
+        batch.meta["primed"] = torch.zeros(n, dtype=torch.bool)
+        return batch
+
+    def _fixed(self, N: int, M: int, m: int, generator, train: bool) -> Batch:
+        v, W = self.vocab, N + M
+        a = random_operands(N, torch.full((m,), N), generator)
+        b = random_operands(M, torch.full((m,), M), generator)
+        sums = partial_sums(a, b)
+        zero = v["0"]
+        start = random_start(m, W, self.params.max_position, generator, train)
+        zeros = torch.zeros(m, 1, dtype=torch.long)
+        b_pos = start + torch.arange(M, 0, -1) + LEVEL_STRIDE * torch.arange(M, 0, -1)
+        prompt = torch.cat([column(m, v[BOS]), a.flip(1) + zero, column(m, v["*"]), b.flip(1) + zero,
+                            column(m, v["="])], 1)
+        prompt_pos = torch.cat([zeros, start + torch.arange(N, 0, -1), start, b_pos, start], 1)
+        answer, answer_pos = [], []
+        for j in range(M):
+            last, level = j == M - 1, LEVEL_STRIDE * (j + 1)
+            answer += [sums[:, j] + zero, column(m, v[EOS] if last else v[">"])]
+            answer_pos += [start + torch.arange(1, W + 1) + level, zeros if last else start + level]
+        meta = {"length": torch.full((m,), N), "b_digits": torch.full((m,), M)}
+        return assemble(prompt, torch.cat(answer, 1), prompt_pos, torch.cat(answer_pos, 1), meta)

@@ -1,0 +1,39 @@
+"""Decoded examples of a task for people: the back end of `workbench task show NAME`."""
+from __future__ import annotations
+
+import torch
+
+from .base import Task
+
+
+def show_examples(task: Task, n: int = 5, seed: int = 0, length: int | None = None,
+                  train: bool = False) -> list[dict]:
+    """n examples, each as plain Python values: the decoded input, the symbols it is trained to
+    predict (under the loss mask), and per token: symbol, target, loss mask and position id.
+
+    Padding after the example is cut off. train=False shows evaluation ids (no random offsets)."""
+    batch = task.sample(n, torch.Generator().manual_seed(seed), length=length, train=train)
+    examples = []
+    for i in range(len(batch)):
+        size = _unpadded(batch, i)
+        tokens = batch.tokens[i, :size].tolist()
+        targets = batch.targets[i, :size].tolist()
+        mask = batch.loss_mask[i, :size].tolist()
+        positions = None if batch.position_ids is None else batch.position_ids[i, :size].tolist()
+        symbols = [task.vocab.symbols[t] for t in tokens]
+        examples.append({
+            "input": task.decode(tokens),
+            "answer": task.decode([t for t, m in zip(targets, mask) if m]),
+            "tokens": symbols,
+            "targets": [task.vocab.symbols[t] for t in targets],
+            "loss_mask": mask,
+            "position_ids": positions,
+            "meta": {k: v[i].tolist() for k, v in batch.meta.items()},
+        })
+    return examples
+
+
+def _unpadded(batch, i: int) -> int:
+    """Tokens up to the last real one (PAD = 0 only pads on the right)."""
+    real = (batch.tokens[i] != 0) | batch.loss_mask[i]
+    return int(real.nonzero().max()) + 1 if bool(real.any()) else 0
