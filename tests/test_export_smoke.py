@@ -8,7 +8,13 @@ import xml.etree.ElementTree as ElementTree
 import plotly.graph_objects as go
 import pytest
 
-from workbench.figures.chromium import BROWSER_PATH_VARIABLE, configure_chromium, find_chromium
+from workbench.figures.chromium import (
+    BROWSER_PATH_VARIABLE,
+    KALEIDO_STARTUP_RACE,
+    configure_chromium,
+    find_chromium,
+    retry_kaleido_startup,
+)
 
 WIDTH, HEIGHT = 400, 300
 
@@ -41,12 +47,38 @@ def test_configure_chromium_fills_only_an_unset_variable(monkeypatch):
     assert os.environ[BROWSER_PATH_VARIABLE] == "/opt/my/chrome"
 
 
+class FlakyWriter:
+    def __init__(self, errors: list[Exception]):
+        self.errors, self.calls = list(errors), 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "written"
+
+
+def test_retry_repeats_only_the_kaleido_startup_race():
+    race = RuntimeError(f"ReferenceError: {KALEIDO_STARTUP_RACE}")
+    writer = FlakyWriter([race, race])
+    assert retry_kaleido_startup(writer, attempts=3) == "written"
+    assert writer.calls == 3
+
+    with pytest.raises(RuntimeError, match=KALEIDO_STARTUP_RACE):
+        retry_kaleido_startup(FlakyWriter([race, race, race]), attempts=3)
+
+    other = FlakyWriter([ValueError("bad width"), race])
+    with pytest.raises(ValueError, match="bad width"):
+        retry_kaleido_startup(other, attempts=3)
+    assert other.calls == 1
+
+
 def test_png_svg_and_pdf_are_written(system_chromium, tmp_path, artifacts_dir):
     assert os.environ[BROWSER_PATH_VARIABLE] == system_chromium
     figure = small_figure()
     paths = {ext: tmp_path / f"export_smoke.{ext}" for ext in ("png", "svg", "pdf")}
     for path in paths.values():
-        figure.write_image(str(path), width=WIDTH, height=HEIGHT)
+        retry_kaleido_startup(lambda: figure.write_image(str(path), width=WIDTH, height=HEIGHT))
 
     png = paths["png"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

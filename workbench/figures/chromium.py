@@ -6,11 +6,15 @@ Choreographer looks for a browser in this order: a copy it downloaded itself
 `chromium`, ... on PATH. We never download (tests and CI run offline, and Debian's `chromium`
 package is the one browser we support), so `configure_chromium()` sets `BROWSER_PATH` to the
 system Chromium before the first export. A `BROWSER_PATH` the user already set always wins.
+`retry_kaleido_startup()` wraps one export against a start-up race inside kaleido itself.
 """
 from __future__ import annotations
 
 import os
 import shutil
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 BROWSER_PATH_VARIABLE = "BROWSER_PATH"  # read by choreographer.utils.get_browser_path
 CHROMIUM_NAMES = ("chromium", "chromium-browser")  # Debian's and Ubuntu's names
@@ -37,3 +41,20 @@ def configure_chromium() -> str | None:
     if path:
         os.environ[BROWSER_PATH_VARIABLE] = path
     return path
+
+
+# Kaleido 1.x (seen with 1.5) asks Chromium for the page's JavaScript context right after
+# starting navigation; on a busy machine it sometimes gets the blank page's context instead,
+# and the export fails with "kaleido_scopes is not defined". A fresh attempt starts a fresh page.
+KALEIDO_STARTUP_RACE = "kaleido_scopes is not defined"
+
+
+def retry_kaleido_startup(write: Callable[[], T], attempts: int = 3) -> T:
+    """Call `write()` (an export through kaleido), retrying only on kaleido's start-up race."""
+    for _ in range(attempts - 1):
+        try:
+            return write()
+        except Exception as error:  # kaleido's JavascriptError; matched by message, not by class
+            if KALEIDO_STARTUP_RACE not in str(error):
+                raise
+    return write()
