@@ -55,3 +55,30 @@ def test_click_changes_text_and_screenshot_is_saved(browser_page, smoke_page_url
     screenshot.unlink(missing_ok=True)
     browser_page.screenshot(path=str(screenshot))
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+TINY_APP = """
+import os
+import streamlit as st
+
+st.title("fixture check")
+st.write("store: " + os.path.basename(os.environ["WORKBENCH_DATA"]))
+if st.button("count"):
+    st.write("counted " + str(2 + 3))
+"""
+
+
+@pytest.mark.browser
+def test_streamlit_server_serves_a_script_with_the_given_store(streamlit_server, browser_page, tmp_path):
+    script = tmp_path / "tiny_app.py"
+    script.write_text(TINY_APP)
+    store = tmp_path / "store-for-this-test"
+    store.mkdir()
+
+    url = streamlit_server(store, script=script)
+    browser_page.goto(url)
+
+    browser_page.get_by_text("fixture check").wait_for()
+    browser_page.get_by_text("store: store-for-this-test").wait_for()
+    browser_page.get_by_role("button", name="count").click()
+    browser_page.get_by_text("counted 5").wait_for()
