@@ -50,7 +50,7 @@ class Passkey(RetrievalTask):
 
     def validate(self) -> None:
         p = self.params
-        check_range("task", "min_length", p.min_length, "max_length", p.max_length, floor=0)
+        check_range("task", "min_length", p.min_length, "max_length", p.max_length)
         check(p.digits >= 1, "task.digits", p.digits, "expected >= 1")
 
     def build_vocab(self) -> Vocab:

@@ -1,0 +1,153 @@
+"""Positional encodings: RoPE is relative, relative biases are causal and finite far beyond
+training, every encoding builds a model that evaluates at 4x the training length of addition."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workbench.config import RunConfig
+from workbench.models import POSITIONS, build_model
+from workbench.models.positions_relative import t5_buckets
+from workbench.tasks import build_task
+from workbench.tasks.common import LEVEL_STRIDE
+
+ALL = POSITIONS.names()
+SMALL = ["model.n_layers=2", "model.d_model=32", "model.n_heads=2", "task.max_digits=5"]
+
+
+def config_for(pos, *extra):
+    return RunConfig.load(None, [f"model.pos={pos}", *SMALL, *extra])
+
+
+def model_and_task(pos, *extra):
+    config = config_for(pos, *extra)
+    task = build_task(config.task.name, config.task.params)
+    return build_model(config.model, len(task.vocab), seed=0), task
+
+
+def test_every_issue_encoding_is_registered():
+    assert {"learned", "sinusoidal", "nope", "rope", "alibi", "t5_bias", "fire", "randomized",
+            "coupling", "abacus"} <= set(ALL)
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    model, _ = model_and_task("rope")
+    q, k = torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16)
+    positions = torch.arange(9).expand(2, 9)
+
+    def scores(shift):
+        rq, rk = model.encoding.rotate(q, k, positions + shift)
+        return rq @ rk.transpose(-1, -2)
+
+    for shift in (1, 17, 500):
+        assert torch.allclose(scores(0), scores(shift), atol=1e-4)
+
+
+@pytest.mark.parametrize("pos", ["alibi", "t5_bias", "fire"])
+def test_relative_biases_are_finite_and_relative_at_long_lengths(pos):
+    model, _ = model_and_task(pos)
+    T = 512
+    positions = torch.arange(T).expand(3, T)
+    for layer in range(2):
+        bias = model.encoding.bias(layer, positions)
+        assert bias.shape[1:] == (2, T, T) and bias.shape[0] in (1, 3)
+        assert torch.isfinite(bias).all()
+        lower = torch.ones(T, T, dtype=torch.bool).tril()
+        if pos != "fire":  # ALiBi and T5 depend on i - j only: constant along each diagonal
+            assert torch.allclose(bias[0, :, 100, 90], bias[0, :, 400, 390])
+        # the future never differs from distance 0, and the attention mask removes it anyway
+        assert torch.equal(bias[0][:, ~lower], bias[0, :, 0, 0][:, None].expand(2, int((~lower).sum())))
+
+
+@pytest.mark.parametrize("pos", ALL)
+def test_the_model_is_causal_with_every_encoding(pos):
+    model, task = model_and_task(pos)
+    model.eval()
+    batch = task.sample(2, torch.Generator().manual_seed(0), length=4, train=False)
+    changed = batch.tokens.clone()
+    changed[:, 8:] = torch.randint(3, len(task.vocab), changed[:, 8:].shape)
+    with torch.no_grad():
+        before = model(batch.tokens, batch.position_ids)
+        after = model(changed, batch.position_ids)
+    assert torch.allclose(before[:, :8], after[:, :8], atol=1e-5)
+
+
+@pytest.mark.parametrize("pos", ALL)
+@pytest.mark.parametrize("scaling", [False, True])
+def test_every_encoding_evaluates_at_four_times_the_training_length(pos, scaling):
+    model, task = model_and_task(pos, f"model.logit_scaling={str(scaling).lower()}")
+    model.eval()
+    length = 4 * task.train_lengths()[1]
+    batch = task.sample(4, torch.Generator().manual_seed(1), length=length, train=False)
+    with torch.no_grad():
+        logits = model(batch.tokens, batch.position_ids)
+    assert logits.shape == (*batch.tokens.shape, len(task.vocab)) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("pos", ["fire", "t5_bias", "randomized", "abacus"])
+def test_new_encodings_train(pos):
+    model, task = model_and_task(pos)
+    model.train()
+    batch = task.sample(8, torch.Generator().manual_seed(0))
+    logits = model(batch.tokens, batch.position_ids)
+    loss = torch.nn.functional.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask])
+    loss.backward()
+    grads = [p.grad for p in model.encoding.parameters()]
+    assert grads and all(g is not None and torch.isfinite(g).all() for g in grads)
+    if pos == "fire":
+        assert model.encoding.layers[0].c.grad.abs() > 0
+
+
+def test_t5_buckets_are_exact_near_and_logarithmic_far():
+    distance = torch.arange(2000)
+    buckets = t5_buckets(distance)
+    assert torch.equal(buckets[:16], torch.arange(16))
+    assert (buckets.diff() >= 0).all() and int(buckets.max()) == 31 and int(buckets[16]) == 16 and int(buckets[100]) < 31
+    assert int(buckets[128]) == 31 and int(buckets[1999]) == 31
+
+
+def test_fire_follows_the_recipe_at_init():
+    model, _ = model_and_task("fire")
+    fire = model.encoding.layers[0]
+    assert fire.c.item() == pytest.approx(0.1) and fire.L_multiplier.item() == 1.0
+    assert fire.mlp[0].in_features == 1 and fire.mlp[0].out_features == 32 and fire.mlp[2].out_features == 2
+    positions = torch.arange(6)[None]
+    bias = fire(positions)
+    psi = lambda x: torch.log(torch.abs(0.1 * x) + 1.0)  # noqa: E731
+    i, j = 5, 2
+    x = psi(torch.tensor(float(i - j))) / (psi(torch.tensor(512.0)) + 1e-6)
+    assert torch.allclose(bias[0, :, i, j], fire.mlp(x.view(1, 1))[0], atol=1e-6)
+
+
+def test_randomized_positions():
+    model, _ = model_and_task("randomized", "model.max_positions=64")
+    tokens = torch.ones(5, 20, dtype=torch.long)
+    model.train()
+    drawn = model.encoding.positions(tokens, None)
+    assert (drawn.diff(dim=1) > 0).all() and int(drawn.max()) < 64 and int(drawn.min()) >= 0
+    assert not torch.equal(drawn, model.encoding.positions(tokens, None)), "fresh subsets in training"
+    model.eval()
+    fixed = model.encoding.positions(tokens, None)
+    assert (fixed.diff(dim=1) > 0).all() and torch.equal(fixed, model.encoding.positions(tokens, None))
+    with pytest.raises(Exception, match="max_positions"):
+        model.encoding.positions(torch.ones(1, 65, dtype=torch.long), None)
+
+
+def test_two_level_coupling_adds_one_table_per_level():
+    model, _ = model_and_task("coupling")
+    encoding = model.encoding
+    ids = torch.tensor([[0, 3, 3 + LEVEL_STRIDE, 3 + 2 * LEVEL_STRIDE]])
+    embedded = encoding.embed(ids)
+    table, levels = encoding.table.weight, encoding.levels.weight
+    for column, (significance, level) in enumerate([(0, 0), (3, 0), (3, 1), (3, 2)]):
+        assert torch.allclose(embedded[0, column], table[significance] + levels[level])
+
+
+def test_multi_operand_and_multiplication_run_with_coupling():
+    for name in ("multi_operand_addition", "multiplication"):
+        config = RunConfig.load(None, ["model.pos=coupling", f"task.name={name}", *SMALL[:3]])
+        task = build_task(name, config.task.params)
+        model = build_model(config.model, len(task.vocab), seed=0).eval()
+        batch = task.sample(3, torch.Generator().manual_seed(0), length=2 * task.train_lengths()[1], train=False)
+        with torch.no_grad():
+            assert torch.isfinite(model(batch.tokens, batch.position_ids)).all()
