@@ -204,8 +204,8 @@ def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
         return task_params
     if not task.uses_position_ids:
         with_ids = [name for name in TASKS.names() if TASKS.get(name).uses_position_ids]
-        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; "
-                                            f"use it with another encoding or choose a task among: {', '.join(with_ids)}")
+        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; use it with another "
+                                            f"encoding or choose a task among: {', '.join(with_ids)}")
     schemes = getattr(task, "id_schemes", ("coupling",))  # a task with one scheme offers coupling ids
     if encoding.task_ids not in schemes:
         raise ConfigError("model.pos", pos, f"task {task_name!r} offers {', '.join(schemes)} ids, "

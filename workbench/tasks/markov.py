@@ -88,7 +88,7 @@ class MarkovICL(Task):
                      {"length": torch.full((m,), L)})
 
     def context_index(self, x: Tensor, t: int) -> Tensor:
-        """Index of the context x[t-k .. t-1] (most recent symbol least significant... in base S)."""
+        """Index of the context x[t-k .. t-1] read as a base-S number (most recent symbol last)."""
         S, k = self.params.states, self.params.order
         index = torch.zeros(x.shape[0], dtype=torch.long)
         for j in range(t - k, t):

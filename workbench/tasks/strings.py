@@ -158,7 +158,8 @@ class SelectiveCopy(StringTask):
 
     def _sample(self, n, generator, length, train) -> Batch:
         if length is not None and length < self.params.n_tokens:
-            raise ConfigError("selective_copy.region length", length, f"expected >= task.n_tokens ({self.params.n_tokens})")
+            raise ConfigError("selective_copy.region length", length,
+                              f"expected >= task.n_tokens ({self.params.n_tokens})")
         return super()._sample(n, generator, length, train)
 
     def _fixed_length(self, L, m, generator, train) -> Batch:
