@@ -70,6 +70,8 @@ class SequenceModel(HookedModule):
         self.norm_final = nn.LayerNorm(config.d_model)
         self.unembed = nn.Linear(config.d_model, vocab_size, bias=False)
         self.apply(_init_weights)
+        for block in self.blocks:
+            block.mixer.init_weights()  # mixer-specific init on top of the generic one
         self.name_hooks()
 
     def forward(self, tokens: Tensor, position_ids: Tensor | None = None) -> Tensor:

@@ -29,6 +29,10 @@ class Mixer(nn.Module):
         self.config, self.layer_index = config, layer_index
         self.hook_pattern = HookPoint()
 
+    def init_weights(self) -> None:
+        """Mixer-specific initialization (Mamba's A and delta, mimetic init). The model calls it
+        after its generic init, which resets every plain nn.Linear to N(0, 0.02)."""
+
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         raise NotImplementedError
 

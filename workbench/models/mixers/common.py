@@ -1,0 +1,34 @@
+"""Small pieces the non-attention mixers share: causal masks, channel-averaged maps, re-init."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..linear import SigmaReparamLinear
+
+
+def causal_mask(T: int, device) -> Tensor:
+    """(T, T) bool, True where the key position s <= the query position t."""
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+def channel_mean_map(per_channel: Tensor) -> Tensor:
+    """(B, channels, T, T) signed maps -> (B, 1, T, T): the mean of |map| over channels.
+
+    Signed per-channel maps cancel when averaged, so the display averages magnitudes, as the
+    explainability code of HiddenMambaAttn does (RECIPES.md §6, "aggregate, ours/code style")."""
+    return per_channel.abs().mean(dim=1, keepdim=True)
+
+
+@torch.no_grad()
+def set_linear(layer: nn.Linear, weight: Tensor | None = None, bias: Tensor | None = None) -> None:
+    """Overwrite a linear layer's parameters. With sigmaReparam, the power-iteration vector and
+    gamma are recomputed so the effective weight equals the new weight, as at construction."""
+    if weight is not None:
+        layer.weight.copy_(weight)
+    if bias is not None:
+        layer.bias.copy_(bias)
+    if isinstance(layer, SigmaReparamLinear):
+        _, singular, vh = torch.linalg.svd(layer.weight, full_matrices=False)
+        layer.u.copy_(vh[0])
+        layer.gamma.copy_(singular[0])

@@ -1,0 +1,103 @@
+"""Linear attention (Katharopoulos et al. 2020) with the feature maps of model.feature_map.
+
+    elu1:  phi(x) = elu(x) + 1, on the head's own query/key dimension
+    based: the 2nd-order Taylor expansion of exp (Arora et al. 2024, "Based", seed 002 #100), on
+           queries and keys projected to BASED_QK_DIM = d' features per head:
+           phi(x) = [1, x / d'^(1/4), vec(x x^T) / (sqrt(2) sqrt(d'))], so that
+           phi(q) . phi(k) = 1 + q.k / sqrt(d') + (q.k)^2 / (2 d') ~ exp(q.k / sqrt(d'))
+
+Two forms with the same math (tests check they agree):
+    parallel:  out = normalize(mask * phi(Q) phi(K)^T) V          (training; T x T per head)
+    recurrent: S_t = S_{t-1} + phi(k_t) v_t^T,  z_t = z_{t-1} + phi(k_t),
+               out_t = phi(q_t) S_t / (phi(q_t) . z_t)             (constant state per token)
+Both feature maps are positive (1 + x + x^2/2 > 0), so the normalizer never changes sign.
+Positions come from the model's additive encodings only: rotary and bias encodings act on
+softmax attention. `hook_pattern` gets the normalized map (B, H, T, T); as for attention, a
+listener that returns a map changes the output.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..linear import make_linear
+from .base import Mixer, MixerContext, register_mixer
+from .common import causal_mask
+
+BASED_QK_DIM = 16  # Based uses a small query/key dimension so the d'^2 features stay cheap
+EPS = 1e-6  # keeps 0/0 out when elu(x) + 1 underflows
+
+
+def feature_map(x: Tensor, name: str) -> Tensor:
+    if name == "elu1":
+        return F.elu(x) + 1.0
+    d = x.shape[-1]
+    square = (x[..., :, None] * x[..., None, :]).flatten(-2) / (math.sqrt(2.0) * math.sqrt(d))
+    return torch.cat([torch.ones_like(x[..., :1]), x / d ** 0.25, square], dim=-1)
+
+
+def feature_size(name: str, qk_dim: int) -> int:
+    return qk_dim if name == "elu1" else 1 + qk_dim + qk_dim * qk_dim
+
+
+@register_mixer("linear_attention")
+class LinearAttention(Mixer):
+    def __init__(self, config, layer_index):
+        super().__init__(config, layer_index)
+        d, self.n_heads = config.d_model, config.n_heads
+        self.head_dim = d // self.n_heads
+        self.qk_dim = self.head_dim if config.feature_map == "elu1" else BASED_QK_DIM
+        linear = lambda i, o: make_linear(i, o, sigma_reparam=config.sigma_reparam)  # noqa: E731
+        self.qk = linear(d, 2 * self.n_heads * self.qk_dim)
+        self.v = linear(d, d)
+        self.out = linear(d, d)
+
+    def features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """phi(q), phi(k): (B, H, T, F) and v: (B, H, T, head_dim)."""
+        B, T, _ = x.shape
+        q, k = self.qk(x).view(B, T, 2, self.n_heads, self.qk_dim).permute(2, 0, 3, 1, 4)
+        v = self.v(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        name = self.config.feature_map
+        return feature_map(q, name), feature_map(k, name), v
+
+    def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
+        phi_q, phi_k, _ = self.features(x)
+        return normalized_map(phi_q, phi_k)
+
+    def forward(self, x: Tensor, context: MixerContext) -> Tensor:
+        phi_q, phi_k, v = self.features(x)
+        mixed = self.hook_pattern(normalized_map(phi_q, phi_k)) @ v
+        return self.merge(mixed)
+
+    def recurrent(self, x: Tensor, context: MixerContext | None = None) -> Tensor:
+        """The same layer one token at a time, carrying only S and z."""
+        phi_q, phi_k, v = self.features(x)
+        B, H, T, features = phi_q.shape
+        S = v.new_zeros(B, H, features, self.head_dim)
+        z = v.new_zeros(B, H, features)
+        outputs = []
+        for t in range(T):
+            S = S + phi_k[:, :, t, :, None] * v[:, :, t, None, :]
+            z = z + phi_k[:, :, t]
+            numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], S)
+            normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], z)
+            outputs.append(numerator / (normalizer[..., None] + EPS))
+        return self.merge(torch.stack(outputs, dim=2))
+
+    def merge(self, mixed: Tensor) -> Tensor:
+        B, H, T, hd = mixed.shape
+        return self.out(mixed.transpose(1, 2).reshape(B, T, H * hd))
+
+    def state_size(self, length: int) -> int:
+        features = feature_size(self.config.feature_map, self.qk_dim)
+        return self.n_heads * (features * self.head_dim + features)
+
+
+def normalized_map(phi_q: Tensor, phi_k: Tensor) -> Tensor:
+    """(B, H, T, T): causal phi(q_t) . phi(k_s), each row divided by its sum (plus EPS)."""
+    T = phi_q.shape[-2]
+    scores = (phi_q @ phi_k.transpose(-1, -2)) * causal_mask(T, phi_q.device)
+    return scores / (scores.sum(dim=-1, keepdim=True) + EPS)
