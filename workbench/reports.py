@@ -11,7 +11,7 @@ from .store import Run, open_run
 
 def final_values(metrics: pd.DataFrame) -> dict[str, float]:
     """The last value of every model-level metric (layer, head and length not set)."""
-    scalar = metrics[(metrics.layer == -1) & (metrics.head == -1) & (metrics.length == -1)]
+    scalar = metrics[(metrics.layer == -1) & (metrics["head"] == -1) & (metrics.length == -1)]
     if scalar.empty:
         return {}
     return {k: float(v) for k, v in scalar.sort_values("step").groupby("probe")["value"].last().items()}
@@ -20,7 +20,7 @@ def final_values(metrics: pd.DataFrame) -> dict[str, float]:
 def probe_summaries(metrics: pd.DataFrame) -> dict[str, dict]:
     """Per probe: the first and last value averaged over layers (and heads), and the last per layer."""
     summaries = {}
-    layered = metrics[(metrics.layer >= 0) & (metrics.head == -1) & (metrics.length == -1)]
+    layered = metrics[(metrics.layer >= 0) & (metrics["head"] == -1) & (metrics.length == -1)]
     for probe, rows in layered.groupby("probe"):
         by_step = rows.groupby("step")["value"].mean().sort_index()
         last_step = rows[rows.step == rows.step.max()]

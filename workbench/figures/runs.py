@@ -63,9 +63,9 @@ def run_metric(run, probe: str, by: str = "layer"):
     if rows.empty:
         raise ConfigError("probe", probe, f"not recorded in run {run.run_id}")
     if by == "head":
-        rows = rows[rows.head >= 0].assign(series=lambda r: "L" + r.layer.astype(str) + " H" + r.head.astype(str))
+        rows = rows[rows["head"] >= 0].assign(series=lambda r: "L" + r.layer.astype(str) + " H" + r["head"].astype(str))
     elif (rows.layer >= 0).any():
-        rows = rows[(rows.layer >= 0) & (rows.head == -1)].assign(series=lambda r: "layer " + r.layer.astype(str))
+        rows = rows[(rows.layer >= 0) & (rows["head"] == -1)].assign(series=lambda r: "layer " + r.layer.astype(str))
     else:
         rows = rows.assign(series=probe)
     markers = {}
