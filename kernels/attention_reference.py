@@ -33,6 +33,8 @@ from torch import Tensor
 
 from workbench.errors import check
 
+MASKED = -1.0e30  # the logit of a hidden key in the blocked paths: exp underflows to exactly 0
+
 
 @dataclass
 class Bias:
@@ -83,17 +85,21 @@ def query_scale(scale, q: Tensor) -> Tensor:
     return torch.full((T,), float(scale), device=q.device, dtype=torch.float32)
 
 
-def _scores(q: Tensor, k: Tensor, qscale: Tensor, bias: Bias, i0: int, j0: int, causal: bool) -> Tensor:
-    """Scaled, biased, masked float32 logits of queries i0.. against keys j0.. (one tile)."""
+def _scores(q: Tensor, k: Tensor, qscale: Tensor, bias: Bias, i0: int, j0: int, causal: bool,
+            masked: float = float("-inf")) -> Tensor:
+    """Scaled, biased float32 logits of queries i0.. against keys j0.. (one tile); hidden keys get
+    `masked`. The blocked paths pass a finite MASKED so that p * (s - m) is 0 there, never NaN."""
     i1, j1 = i0 + q.shape[-2], j0 + k.shape[-2]
     s = (q.float() @ k.float().transpose(-1, -2)) * qscale[i0:i1, None]
     tile = bias.tile(i0, i1, j0, j1, q.device)
     if tile is not None:
         s = s + tile.float()
+        if masked != float("-inf"):
+            s = s.clamp_min(masked)  # a bias may hide keys with -inf itself
     if causal and j1 - 1 > i0:  # the tile reaches above the diagonal
         rows = torch.arange(i0, i1, device=q.device)[:, None]
         cols = torch.arange(j0, j1, device=q.device)[None, :]
-        s = s.masked_fill(cols > rows, float("-inf"))
+        s = s.masked_fill(cols > rows, masked)
     return s
 
 
@@ -126,21 +132,22 @@ def attention_entropy_chunked(q: Tensor, k: Tensor, v: Tensor, bias: Bias, qscal
 
 def _query_block(q, k, v, bias, qscale, i0, causal, block_size):
     shape = q.shape[:-1]
-    m = torch.full(shape, float("-inf"), device=q.device)  # running max
+    # Starting m at MASKED rather than -inf keeps every update finite. A row whose first tiles hide
+    # all its keys counts them with p = 1 for a while; the first visible key makes alpha = 0 and
+    # erases them, as in FlashAttention. (Under causal masking key 0 is visible to every row.)
+    m = torch.full(shape, MASKED, device=q.device)  # running max
     l = torch.zeros(shape, device=q.device)  # running sum of exp(s - m)
     t = torch.zeros(shape, device=q.device)  # running sum of exp(s - m) * (s - m)
     acc = torch.zeros(*shape, v.shape[-1], device=q.device)
     key_end = min(i0 + q.shape[-2], k.shape[-2]) if causal else k.shape[-2]
     for j0 in range(0, key_end, block_size):
         j1 = min(j0 + block_size, key_end)
-        s = _scores(q, k[..., j0:j1, :], qscale, bias, i0, j0, causal)
+        s = _scores(q, k[..., j0:j1, :], qscale, bias, i0, j0, causal, MASKED)
         m_new = torch.maximum(m, s.amax(dim=-1))
-        m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # rows with no key yet
-        alpha = torch.exp(m - m_safe)
-        shift = torch.where(torch.isfinite(m), m - m_safe, torch.zeros_like(m))  # avoid -inf * 0
-        shifted = torch.where(torch.isfinite(s), s - m_safe[..., None], torch.zeros_like(s))
-        p = torch.exp(s - m_safe[..., None])
-        t = alpha * (t + shift * l) + (p * shifted).sum(dim=-1)
+        alpha = torch.exp(m - m_new)
+        shifted = s - m_new[..., None]
+        p = torch.exp(shifted)
+        t = alpha * (t + (m - m_new) * l) + (p * shifted).sum(dim=-1)
         l = alpha * l + p.sum(dim=-1)
         acc = alpha[..., None] * acc + p @ v[..., j0:j1, :].float()
         m = m_new
@@ -169,12 +176,11 @@ def attention_entropy_backward_chunked(q, k, v, bias: Bias, qscale, causal, out,
         for j0 in range(0, key_end, block_size):
             j1 = min(j0 + block_size, key_end)
             cols = slice(j0, j1)
-            s = _scores(qf[..., rows, :], kf[..., cols, :], qscale, bias, i0, j0, causal)
-            p = torch.exp(s - lse[..., rows, None])
-            finite_s = torch.where(torch.isfinite(s), s, mean_logit[..., rows, None])
+            s = _scores(qf[..., rows, :], kf[..., cols, :], qscale, bias, i0, j0, causal, MASKED)
+            p = torch.exp(s - lse[..., rows, None])  # 0 on hidden keys
             dp = dout[..., rows, :] @ vf[..., cols, :].transpose(-1, -2)
             ds = p * (dp - delta[..., rows, None] + grad_lse[..., rows, None]
-                      - grad_entropy[..., rows, None] * (finite_s - mean_logit[..., rows, None]))
+                      - grad_entropy[..., rows, None] * (s - mean_logit[..., rows, None]))
             dv[..., cols, :] += p.transpose(-1, -2) @ dout[..., rows, :]
             ds_scaled = ds * qscale[rows, None]
             dq[..., rows, :] += ds_scaled @ kf[..., cols, :]

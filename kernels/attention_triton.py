@@ -36,8 +36,8 @@ def _attention_entropy_forward(
 ):
     block_m = tl.program_id(0)
     batch_head = tl.program_id(1)
-    b = batch_head // n_heads
-    h = batch_head % n_heads
+    b = (batch_head // n_heads).to(tl.int64)  # 64-bit offsets: a (B, H, T, T) bias passes 2**31 elements
+    h = (batch_head % n_heads).to(tl.int64)
     rows = block_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, BLOCK_D)
     row_ok = rows < seq_len
@@ -89,7 +89,7 @@ def _attention_entropy_forward(
     out = acc / l_safe[:, None]
     tl.store(OUT + b * stride_ob + h * stride_oh + rows[:, None] * stride_ot + dims[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & dim_ok[None, :])
-    row_offset = batch_head * seq_len + rows
+    row_offset = batch_head.to(tl.int64) * seq_len + rows
     tl.store(LSE + row_offset, m_i + tl.log(l_safe), mask=row_ok)
     tl.store(ENT + row_offset, tl.log(l_safe) - t_i / l_safe, mask=row_ok)
 
@@ -109,8 +109,10 @@ def attention_entropy_triton(q: Tensor, k: Tensor, v: Tensor, bias: Bias, qscale
     # Small tiles in the interpreter keep odd lengths spanning several blocks and the tests quick.
     block = 16 if interpreting() else 64
     block_d = max(16, triton.next_power_of_2(head_dim))
-    # fp32 follows torch's own matmul setting: exact unless the user allowed TF32.
-    precision = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    # fp32 follows torch's own matmul setting: exact unless the user allowed TF32 (other dtypes
+    # ignore the choice).
+    exact = q.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32
+    precision = "ieee" if exact else "tf32"
     grid = (triton.cdiv(T, block), B * H)
     _attention_entropy_forward[grid](
         q, k, v, out, lse, entropy, qscale, bias_arg,

@@ -35,7 +35,7 @@ def _selective_scan_forward(
     inner, state_size, seq_len,
     HAS_D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
 ):
-    b = tl.program_id(0)
+    b = tl.program_id(0).to(tl.int64)
     channels = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
     states = tl.arange(0, BLOCK_N)
     steps = tl.arange(0, BLOCK_T)
