@@ -261,6 +261,9 @@ def test_h3_map_reproduces_the_layer():
         layer = q * mixer.diagonal(shifted * v)
         M = mixer.attention_like_per_channel(x, no_context(x))
     torch.testing.assert_close(torch.einsum("bdts,bds->bdt", M, v), layer, rtol=1e-10, atol=1e-10)
+    with torch.no_grad():
+        displayed = mixer.attention_like(x, no_context(x))
+    torch.testing.assert_close(displayed, M.abs().mean(dim=1, keepdim=True))
 
 
 # --- linear attention -----------------------------------------------------------------------

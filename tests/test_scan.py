@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workbench.models.mixers.scan import implicit_attention, selective_scan, selective_scan_reference
+from workbench.models.mixers.scan import (implicit_attention, implicit_attention_magnitude, selective_scan,
+                                         selective_scan_reference)
 
 
 def scan_inputs(batch=2, channels=3, state=4, T=37, dtype=torch.float64, delta_scale=1.0, seed=0):
@@ -90,3 +91,10 @@ def test_implicit_attention_diagonal_is_the_current_input_weight():
     alpha = implicit_attention(delta, A, B, C)
     diagonal = torch.einsum("bnt,bnt->bt", C, B)[:, None, :] * delta  # no decay at lag 0
     torch.testing.assert_close(alpha.diagonal(dim1=-2, dim2=-1), diagonal)
+
+
+def test_channel_mean_of_the_map_in_groups():
+    _, delta, A, B, C, _ = scan_inputs(channels=5, T=8)
+    expected = implicit_attention(delta, A, B, C).abs().mean(dim=1, keepdim=True)
+    for group in (1, 2, 5, 16):
+        torch.testing.assert_close(implicit_attention_magnitude(delta, A, B, C, group=group), expected)

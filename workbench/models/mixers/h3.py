@@ -21,7 +21,6 @@ from torch import Tensor, nn
 
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
-from .common import channel_mean_map
 from .s4d import DiagonalSSM, causal_convolution
 
 
@@ -44,7 +43,7 @@ class H3(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         q, shifted, v = self.gates(x)
         if self.hook_pattern.active:
-            self.hook_pattern(channel_mean_map(self._map(q, shifted)))
+            self.hook_pattern(self._mean_magnitude(q, shifted))
         y = q * self.diagonal(shifted * v)
         return self.out_proj(y.transpose(1, 2))
 
@@ -52,13 +51,25 @@ class H3(Mixer):
         T = q.shape[-1]
         return q[..., :, None] * self.diagonal.toeplitz(T)[None] * shifted[..., None, :]
 
+    def _mean_magnitude(self, q: Tensor, shifted: Tensor, group: int = 16) -> Tensor:
+        """(B, 1, T, T) mean of |M| over channels, `group` channels at a time (long sequences)."""
+        T, channels = q.shape[-1], q.shape[1]
+        kernel = self.diagonal.toeplitz(T).abs()
+        total = q.new_zeros(q.shape[0], 1, T, T)
+        for start in range(0, channels, group):
+            part = slice(start, start + group)
+            M = q[:, part, :, None].abs() * kernel[None, part] * shifted[:, part, None, :].abs()
+            total = total + M.sum(dim=1, keepdim=True)
+        return total / channels
+
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, d_model, T, T) signed M with y_t = sum_s M[t, s] v_s per channel (before out_proj)."""
         q, shifted, _ = self.gates(x)
         return self._map(q, shifted)
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
-        return channel_mean_map(self.attention_like_per_channel(x, context))
+        q, shifted, _ = self.gates(x)
+        return self._mean_magnitude(q, shifted)
 
     def state_size(self, length: int) -> int:
         # the shift SSM's window of d_state values plus the diagonal SSM's d_state, per channel

@@ -22,8 +22,8 @@ from torch import Tensor, nn
 
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
-from .common import channel_mean_map, set_linear
-from .scan import implicit_attention, selective_scan
+from .common import set_linear
+from .scan import implicit_attention, implicit_attention_magnitude, selective_scan
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # the reference init's range for delta at init
 
@@ -110,7 +110,7 @@ class Mamba(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         u, delta, A, B, C, z = self.ssm_inputs(x)
         if self.hook_pattern.active:
-            self.hook_pattern(channel_mean_map(implicit_attention(delta, A, B, C)))
+            self.hook_pattern(implicit_attention_magnitude(delta, A, B, C))
         y = selective_scan(u, delta, A, B, C, self.D).transpose(1, 2)
         return self.out_proj(y * F.silu(z))
 
@@ -121,7 +121,8 @@ class Mamba(Mixer):
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, 1, T, T): mean over channels of |alpha| (not row-normalized)."""
-        return channel_mean_map(self.attention_like_per_channel(x, context))
+        _, delta, A, B, C, _ = self.ssm_inputs(x)
+        return implicit_attention_magnitude(delta, A, B, C)
 
     def state_size(self, length: int) -> int:
         # the SSM state plus the last d_conv - 1 inputs of the convolution; independent of length

@@ -71,15 +71,15 @@ def _scan_span(h: Tensor, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Ten
     inputs = (delta * u)[:, :, None, :] * B[:, None, :, :]  # delta_s B_s u_s: (b, d, n, L)
     if L == 1:  # one plain step: exp(-S) could overflow even though exp(S) exp(-S) = 1
         states = torch.exp(log_decay) * h[..., None] + inputs
-        return torch.einsum("bdnl,bnl->bdl", states, C), states[..., -1]
-    if float(-log_decay[..., -1].detach().min()) > _largest_safe_exponent(u.dtype):
+        return (states * C[:, None]).sum(dim=2), states[..., -1]
+    if float(log_decay[..., -1].detach().abs().max()) > _largest_safe_exponent(u.dtype):
         half = L // 2
         first, h = _scan_span(h, u[..., :half], delta[..., :half], A, B[..., :half], C[..., :half])
         second, h = _scan_span(h, u[..., half:], delta[..., half:], A, B[..., half:], C[..., half:])
         return torch.cat([first, second], dim=-1), h
-    carried = torch.cumsum(torch.exp(-log_decay) * inputs, dim=-1)
-    states = torch.exp(log_decay) * (h[..., None] + carried)  # h_t for every t in the span
-    y = torch.einsum("bdnl,bnl->bdl", states, C)
+    decay = torch.exp(log_decay)  # never underflows to 0 here: the span's total decay is in range
+    states = decay * (h[..., None] + torch.cumsum(inputs / decay, dim=-1))  # h_t for every t in the span
+    y = (states * C[:, None]).sum(dim=2)
     return y, states[..., -1]
 
 
@@ -99,3 +99,14 @@ def implicit_attention(delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor
         alpha = alpha + torch.exp(A[None, :, n, None, None] * elapsed) * query_key[:, None]
     alpha = alpha * delta[..., None, :]
     return torch.where(causal, alpha, torch.zeros_like(alpha))
+
+
+def implicit_attention_magnitude(delta: Tensor, A: Tensor, B: Tensor, C: Tensor, group: int = 16) -> Tensor:
+    """mean over channels of |implicit_attention|: (batch, 1, T, T), computed `group` channels at a
+    time so long evaluation sequences never hold all (batch, D_inner, T, T) maps at once."""
+    total = None
+    for start in range(0, A.shape[0], group):
+        part = slice(start, start + group)
+        magnitude = implicit_attention(delta[:, part], A[part], B, C).abs().sum(dim=1, keepdim=True)
+        total = magnitude if total is None else total + magnitude
+    return total / A.shape[0]
