@@ -190,6 +190,18 @@ def test_triton_attention_with_per_query_scale():
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
 
 
+@needs_triton
+def test_triton_attention_reads_strided_inputs_as_a_model_hands_them_over():
+    g = torch.Generator().manual_seed(3)
+    packed = torch.randn(2, 29, 3, 2, 16, generator=g).to(DEVICE)  # (B, T, qkv, H, Dh) as from one projection
+    q, k, v = packed.permute(2, 0, 3, 1, 4)
+    assert not q.is_contiguous()
+    ref = K.attention_entropy(q.contiguous(), k.contiguous(), v.contiguous(), backend="reference")
+    for backend in ("chunked", "triton"):
+        for got, want in zip(K.attention_entropy(q, k, v, backend=backend), ref):
+            torch.testing.assert_close(got, want, **FORWARD_TOL)
+
+
 # --- the selective scan --------------------------------------------------------------------------
 
 def scan_inputs(batch, inner, state, length, device="cpu", seed=0, with_skip=True):
