@@ -30,7 +30,8 @@ class RecurrentMixer(Mixer):
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, 1, T, T) input-gradient saliency."""
-        with torch.enable_grad():
+        # cuDNN refuses RNN backward in eval mode (probes run in eval): use the native kernels here
+        with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
             inputs = x.detach().requires_grad_(True)
             outputs = self.rnn(inputs)[0].sum(dim=-1)  # (B, T)
             grads = output_gradients(outputs, inputs)  # (T, B, T, D): row t is d outputs[:, t] / d x
