@@ -61,9 +61,9 @@ class Mamba(Mixer):
     @torch.no_grad()
     def init_weights(self) -> None:
         """The reference Mamba init: A from S4D-real (A_log = log n, n = 1..d_state, per channel);
-        dt_proj weight uniform in +-dt_rank^-0.5 (the bound the reference names its "std"); dt bias =
-        softplus^-1 of a log-uniform
-        draw in [1e-3, 1e-1]. Then the mimetic changes when model.ssm_init=mimetic."""
+        dt_proj weight uniform in +-dt_rank^-0.5 (the bound the reference names its "std");
+        dt bias = softplus^-1 of a log-uniform draw in [1e-3, 1e-1]. Then the mimetic changes
+        when model.ssm_init=mimetic."""
         n = torch.arange(1, self.d_state + 1, dtype=torch.float32)
         self.A_log.copy_(torch.log(n).expand(self.d_inner, -1))
         self.D.fill_(1.0)
