@@ -167,7 +167,7 @@ def cmd_eval_length(args) -> int:
 
 
 def cmd_task(args) -> int:
-    from .tasks import TASKS
+    from .tasks import TASKS, build_task
     from .tasks.show import show_examples
 
     if args.task_command == "list":
@@ -180,14 +180,24 @@ def cmd_task(args) -> int:
             raise ConfigError("task parameter", item, "expected key=value, e.g. max_digits=5")
         key, value = item.split("=", 1)
         params[key.removeprefix("task.")] = value
-    examples = show_examples(args.name, params, n=args.n, seed=args.seed, length=args.length)
+    from .errors import check
+
+    check(args.n >= 1, "--n", args.n, "expected at least 1 example")
+    task = build_task(args.name, params)
+    examples = show_examples(task, n=args.n, seed=args.seed, length=args.length)
     if args.json:
         _print_json(examples)
-    else:
-        for i, example in enumerate(examples):
-            print(f"example {i}:")
-            for key, value in example.items():
-                print(f"  {key:14s} {value}")
+        return 0
+    print(f"{task.name}: {task.description}; length = {task.length_name}")
+    for i, example in enumerate(examples):
+        print(f"\nexample {i}: {example['input']}  ->  {example['answer']}")
+        width = max(len(str(p)) for p in (example["position_ids"] or [0]) + [1])
+        rows = {"token": example["tokens"], "target": example["targets"],
+                "loss": ["x" if m else "." for m in example["loss_mask"]]}
+        if example["position_ids"] is not None:
+            rows["position"] = example["position_ids"]
+        for name, values in rows.items():
+            print(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values))
     return 0
 
 

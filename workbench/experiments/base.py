@@ -1,0 +1,120 @@
+"""Named experiments: a list of RunConfigs plus the analysis that turns their runs into a table,
+a summary and a figure.
+
+Runs are cached by the run store (an identical config is never retrained), and the analysed
+result is cached under <store>/../experiments/<name>/ so the report and the dashboard can read it
+without touching the models. `fast=True` is the smaller budget the tests and notebooks use;
+it runs the same code path.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..config import RunConfig
+from ..errors import ConfigError
+from ..store import Run, atomic_save, atomic_write_json, data_root
+
+
+@dataclass
+class Variant:
+    """One run of an experiment: its config and the labels that place it in the table."""
+
+    config: RunConfig
+    labels: dict  # e.g. {"pos": "coupling", "seed": 0}
+
+
+@dataclass
+class ExperimentResult:
+    name: str
+    table: pd.DataFrame  # one row per (variant, measurement): tidy
+    summary: dict  # the headline numbers and verdicts, JSON-serializable
+    run_ids: list[str] = field(default_factory=list)
+    runtime_s: float = 0.0
+    fast: bool = False
+
+    def figure(self):
+        return EXPERIMENTS[self.name].figure(self)
+
+
+@dataclass
+class Experiment:
+    name: str
+    description: str
+    claim: str  # the paper's claim, quoted or paraphrased, with its source
+    source: str  # e.g. "seed 000 #3 (Cho et al. 2024)"
+    paper_number: str
+    variants: Callable[[bool], list[Variant]]  # fast -> variants
+    analyze: Callable[[list[tuple[Variant, Run]], bool], tuple[pd.DataFrame, dict]]
+    figure: Callable[[ExperimentResult], object]
+    target: str = ""  # the CPU-scale target from RESEARCH.md
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register_experiment(experiment: Experiment) -> Experiment:
+    if experiment.name in EXPERIMENTS:
+        raise KeyError(f"experiment {experiment.name!r} registered twice")
+    EXPERIMENTS[experiment.name] = experiment
+    return experiment
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ConfigError("experiment", name, choices=sorted(EXPERIMENTS))
+    return EXPERIMENTS[name]
+
+
+def results_root() -> Path:
+    return data_root().parent / "experiments"
+
+
+def result_folder(name: str, fast: bool) -> Path:
+    return results_root() / (f"{name}-fast" if fast else name)
+
+
+def run_experiment(name: str, fast: bool = False, progress: bool = True,
+                   on_variant: Callable[[int, int, Variant], None] | None = None) -> ExperimentResult:
+    """Train (or fetch) every variant, analyse, cache and return the result."""
+    from ..train import train
+
+    experiment = get_experiment(name)
+    variants = experiment.variants(fast)
+    started = time.time()
+    finished = []
+    for index, variant in enumerate(variants):
+        if on_variant:
+            on_variant(index, len(variants), variant)
+        label = f"{name}: " + ", ".join(f"{k}={v}" for k, v in variant.labels.items())
+        finished.append((variant, train(variant.config, progress=progress, label=label)))
+    table, summary = experiment.analyze(finished, fast)
+    result = ExperimentResult(name, table, summary, [run.run_id for _, run in finished],
+                              runtime_s=round(time.time() - started, 1), fast=fast)
+    save_result(result)
+    return result
+
+
+def save_result(result: ExperimentResult) -> None:
+    folder = result_folder(result.name, result.fast)
+    previous = load_result(result.name, result.fast)
+    # A rerun served from the cache takes no time; keep the time it took to train.
+    runtime = max(result.runtime_s, previous.runtime_s if previous and previous.run_ids == result.run_ids else 0)
+    result.runtime_s = runtime
+    atomic_save(folder / "table.parquet", lambda tmp: result.table.to_parquet(tmp, index=False))
+    atomic_write_json(folder / "result.json", {"name": result.name, "summary": result.summary, "run_ids": result.run_ids,
+                                               "runtime_s": runtime, "fast": result.fast})
+
+
+def load_result(name: str, fast: bool = False) -> ExperimentResult | None:
+    folder = result_folder(name, fast)
+    if not (folder / "result.json").exists():
+        return None
+    meta = json.loads((folder / "result.json").read_text())
+    return ExperimentResult(name, pd.read_parquet(folder / "table.parquet"), meta["summary"], meta["run_ids"],
+                            meta["runtime_s"], meta["fast"])

@@ -1,0 +1,69 @@
+"""Length-generalization experiments: positional encodings x seeds trained on short inputs and
+evaluated on a grid of longer ones (seeds 000 #3, #1, #7; 004 #45, #103, #163, #203)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..config import RunConfig
+from ..figures.builders import length_curve
+from ..reports import length_table
+from .base import Experiment, ExperimentResult, Variant, register_experiment
+
+
+def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
+    def make(fast: bool) -> list[Variant]:
+        chosen = (fast_encodings or encodings) if fast else encodings
+        budget = fast_steps if fast else steps
+        out = []
+        for pos in chosen:
+            for seed in (seeds[:1] if fast else seeds):
+                overrides = [*task_overrides, f"task.eval_lengths={','.join(map(str, lengths))}", *model,
+                             f"model.pos={pos}", f"train.steps={budget}", f"train.seed={seed}",
+                             f"probes.every={max(budget // 4, 1)}", "train.eval_samples=256"]
+                out.append(Variant(RunConfig.load(None, overrides), {"pos": pos, "seed": seed}))
+        return out
+
+    return make
+
+
+def _analyze(train_max: int, check_length: int, target_pos: str, target: float, baseline_max: float,
+             baseline_beyond: int, baselines: tuple[str, ...]):
+    def analyze(finished, fast):
+        rows = []
+        for variant, run in finished:
+            for length, value in length_table(run.metrics()).items():
+                rows.append({**variant.labels, "length": length, "exact_match": value})
+        table = pd.DataFrame(rows)
+        medians = table.groupby(["pos", "length"])["exact_match"].median().unstack("pos")
+        summary = {"train_max": train_max, "medians": {str(k): {p: round(float(v), 4) for p, v in row.items()}
+                                                        for k, row in medians.iterrows()}}
+        if target_pos in medians and check_length in medians.index:
+            reached = float(medians.loc[check_length, target_pos])
+            summary[f"{target_pos}_at_{check_length}"] = reached
+            summary["target_met"] = bool(reached >= target)
+        for name in baselines:
+            if name in medians:
+                beyond = medians[name][medians.index > baseline_beyond]
+                summary[f"{name}_max_beyond_{baseline_beyond}"] = float(beyond.max()) if len(beyond) else None
+                summary[f"{name}_below_{baseline_max}"] = bool(len(beyond) == 0 or beyond.max() <= baseline_max)
+        return table, summary
+
+    return analyze
+
+
+def _figure(result: ExperimentResult):
+    table = result.table.rename(columns={"pos": "label", "exact_match": "value"})
+    return length_curve(table, result.summary.get("train_max"))
+
+
+def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,
+              claim, source, paper_number, target_text, check_length, target_pos="coupling", target=0.9,
+              baselines=("learned", "nope"), baseline_max=0.1, baseline_beyond=None, seeds=(0, 1),
+              fast_encodings=None):
+    return register_experiment(Experiment(
+        name=name, description=description, claim=claim, source=source, paper_number=paper_number,
+        target=target_text,
+        variants=_variants(task_overrides, encodings, list(seeds), lengths, model, steps, fast_steps, fast_encodings),
+        analyze=_analyze(train_max, check_length, target_pos, target, baseline_max,
+                         baseline_beyond or int(train_max * 1.5), baselines),
+        figure=_figure))
