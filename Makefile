@@ -33,7 +33,10 @@ app: $(VENV)/.installed
 
 # --- tests -----------------------------------------------------------------------------------
 # WORKBENCH_FAST=1   notebooks and slow tests shrink their training runs
-# TRITON_INTERPRET=1 Triton kernels run on the CPU through Triton's interpreter
+# TRITON_INTERPRET=1 Triton kernels run on the CPU through Triton's interpreter (only where there
+#                    is no CUDA device: on a GPU the same tests run natively)
+# WORKBENCH_DATA     a fresh run store under artifacts/, so notebooks never reuse runs from an
+#                    earlier test run or from the user's own store
 # --nbval            every notebook is executed and its outputs compared with the stored ones,
 #                    after the masks in tests/nbval_sanitize.cfg (timings, addresses, progress
 #                    bars, run ids, temp paths); cells tagged NBVAL_IGNORE_OUTPUT are run only
@@ -41,8 +44,10 @@ app: $(VENV)/.installed
 # Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
 PYTEST_ARGS ?=
 test: $(VENV)/.installed
-	mkdir -p $(ARTIFACTS)
-	WORKBENCH_FAST=1 TRITON_INTERPRET=1 MPLBACKEND=Agg \
+	rm -rf $(ARTIFACTS)/test-store $(ARTIFACTS)/experiments
+	mkdir -p $(ARTIFACTS)/test-store
+	WORKBENCH_FAST=1 WORKBENCH_DATA=$(CURDIR)/$(ARTIFACTS)/test-store MPLBACKEND=Agg \
+	TRITON_INTERPRET=$$($(BIN)/python -c "import torch; print(0 if torch.cuda.is_available() else 1)") \
 	$(BIN)/python -m pytest \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--junitxml=$(ARTIFACTS)/junit.xml \

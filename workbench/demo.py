@@ -9,7 +9,7 @@ from .store import demo_root
 from .train import train
 
 COMMON = ["task.name=addition", "task.max_digits=10", "task.eval_lengths=5,10,15,20,25,30",
-          "model.n_layers=1", "model.d_model=64", "model.n_heads=2", "train.batch_size=128",
+          "model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch_size=128",
           "train.lr=3e-3", "probes.every=250", "probes.snapshot_examples=1", "train.eval_samples=256"]
 
 DEMO_RUNS = {

@@ -1,0 +1,49 @@
+"""The home page through Streamlit's AppTest: shipped demo runs, an empty store."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parent.parent
+HOME = str(REPO / "app" / "Home.py")
+TIMEOUT = 120
+
+
+def test_demo_runs_are_shipped_and_readable():
+    from workbench.store import demo_root, list_runs
+
+    assert demo_root() == REPO / "data" / "demo"
+    table = list_runs()
+    assert table.demo.sum() >= 2, "data/demo/ must hold the shipped demo runs (workbench demo build)"
+    assert set(table[table.demo].status) == {"completed"}
+
+
+def test_home_shows_demo_runs_attention_and_length_curve(data_dir):
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT).run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert len(table) >= 2 and table.demo.all()
+    charts = app.get("plotly_chart")
+    assert len(charts) == 2  # the attention map and the length curve
+    assert "heatmap" in charts[0].proto.spec
+    app.selectbox(key="home_head").select(1).run()
+    assert not app.exception
+
+
+def test_home_with_an_empty_store_says_what_to_do(data_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_DEMO", str(tmp_path / "no-demo"))
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert any("workbench train" in info.value for info in app.info)
+
+
+@pytest.mark.browser
+def test_home_in_chromium_shows_demo_runs_and_a_heatmap(streamlit_server, browser_page, data_dir, artifacts_dir):
+    url = streamlit_server(data_dir)
+    page = browser_page
+    page.goto(url)
+    page.get_by_text("Runs", exact=True).wait_for(timeout=60_000)
+    page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=60_000)
+    page.screenshot(path=str(artifacts_dir / "home.png"), full_page=True)
+    assert page.locator("[data-testid='stDataFrame']").count() == 1
+    assert page.locator(".js-plotly-plot").count() >= 2
