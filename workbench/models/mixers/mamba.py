@@ -1,7 +1,7 @@
 """Mamba (Gu & Dao 2023): a selective state-space block, with its reference and mimetic inits.
 
     x, z = in_proj(x)                       two streams of width d_inner = expand * d_model
-    u = SiLU(causal depthwise conv1d(x))
+    u = SiLU(causal depthwise conv1d(x))    d_conv taps, applied as shifted sums (see causal_conv)
     dt, B, C = x_proj(u)                    dt of rank ceil(d_model / 16), B and C of size d_state
     delta = softplus(dt_proj(dt))           per channel, with a bias
     y = selective_scan(u, delta, A = -exp(A_log), B, C, D)
@@ -11,6 +11,9 @@
 as |alpha| over the d_inner channels: one map per layer, H = 1. The full per-channel maps
 (B, d_inner, T, T) come from `attention_like_per_channel`. The map excludes the D skip, the gate
 and the projections, as in RECIPES.md §6; it is for observation (listeners cannot replace it).
+
+The scan: CUDA tensors go to the Triton kernel (workbench.kernels.selective_scan); CPU tensors to
+scan_stepwise.selective_scan_stepwise, the fastest CPU form at these sizes (see its docstring).
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from torch import Tensor, nn
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import set_linear
-from .scan import implicit_attention, implicit_attention_magnitude, selective_scan
+from .scan import implicit_attention, implicit_attention_magnitude
+from .scan_stepwise import selective_scan_stepwise
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # the reference init's range for delta at init
 
@@ -102,7 +106,7 @@ class Mamba(Mixer):
         """u, delta (B, d_inner, T); A (d_inner, d_state); B, C (B, d_state, T); z (B, T, d_inner)."""
         T = x.shape[1]
         stream, z = self.in_proj(x).chunk(2, dim=-1)
-        u = F.silu(self.conv1d(stream.transpose(1, 2))[..., :T])  # left padding only: causal
+        u = F.silu(causal_conv(stream.transpose(1, 2), self.conv1d))
         dt, B, C = self.x_proj(u.transpose(1, 2)).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt)).transpose(1, 2)
         A = -torch.exp(self.A_log)
@@ -112,7 +116,7 @@ class Mamba(Mixer):
         u, delta, A, B, C, z = self.ssm_inputs(x)
         if self.hook_pattern.active:
             self.hook_pattern(implicit_attention_magnitude(delta, A, B, C))
-        y = selective_scan(u, delta, A, B, C, self.D).transpose(1, 2)
+        y = scan(u, delta, A, B, C, self.D).transpose(1, 2)
         return self.out_proj(y * F.silu(z))
 
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
@@ -128,3 +132,25 @@ class Mamba(Mixer):
     def state_size(self, length: int) -> int:
         # the SSM state plus the last d_conv - 1 inputs of the convolution; independent of length
         return self.d_inner * self.d_state + self.d_inner * (self.config.d_conv - 1)
+
+
+def scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Tensor) -> Tensor:
+    """The selective scan on the fastest path for the device: Triton on CUDA, stepwise on CPU."""
+    if u.is_cuda:
+        from workbench.kernels import selective_scan as kernel_scan  # loads Triton only when used
+
+        return kernel_scan(u, delta, A, B, C, D, backend="auto")
+    return selective_scan_stepwise(u, delta, A, B, C, D)
+
+
+def causal_conv(x: Tensor, conv: nn.Conv1d) -> Tensor:
+    """conv's depthwise causal convolution of x (B, channels, T), as d_conv shifted products.
+
+    Equal to conv(x)[..., :T] with conv's left padding, but on short sequences far cheaper to
+    differentiate on a CPU than the depthwise convolution kernel (whose backward dominated)."""
+    taps, T = conv.weight.shape[-1], x.shape[-1]
+    padded = F.pad(x, (taps - 1, 0))
+    out = conv.bias[:, None].expand_as(x) if conv.bias is not None else torch.zeros_like(x)
+    for k in range(taps):
+        out = torch.addcmul(out, conv.weight[:, 0, k, None], padded[..., k:k + T])
+    return out
