@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("--lengths", required=True, help="comma-separated lengths, e.g. 5,10,20")
     p.add_argument("--n", type=int, default=512, help="samples per length")
+    p.add_argument("--entropy", action="store_true",
+                   help="also attention entropy per layer and head at each length (O(T) memory kernels)")
+    p.add_argument("--entropy-n", type=int, default=8, help="samples per length for --entropy")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("task", help="inspect tasks")
@@ -157,13 +160,28 @@ def cmd_eval_length(args) -> int:
 
     lengths = _coerce(args.lengths, list[int], "--lengths")
     curve = eval_lengths(args.run, lengths, args.n)
+    entropy = _entropy_by_length(args.run, lengths, args.entropy_n) if args.entropy else {}
     if args.json:
-        _print_json({"run_id": args.run, "exact_match": {str(k): v for k, v in curve.items()}})
+        summary = {"run_id": args.run, "exact_match": {str(k): v for k, v in curve.items()}}
+        _print_json({**summary, "entropy": entropy} if args.entropy else summary)
     else:
-        print("length  exact_match")
+        print("length  exact_match" + "".join(f"  entropy_L{layer}" for layer in next(iter(entropy.values()), {})))
         for length, value in curve.items():
-            print(f"{length:>6}  {value:.4f}")
+            layers = entropy.get(str(length), {})
+            print(f"{length:>6}  {value:.4f}     " + "".join(f"  {v:>10.4f}" for v in layers.values()))
     return 0
+
+
+def _entropy_by_length(run_id: str, lengths: list[int], n: int) -> dict[str, dict[str, float]]:
+    """{length: {layer: mean entropy in nats}}; every row (per head too) goes into the run's metrics."""
+    from .probes import run_entropy_vs_length
+
+    rows = run_entropy_vs_length(run_id, lengths, n)
+    table: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["probe"] == "entropy" and r["head"] == -1:
+            table.setdefault(str(r["length"]), {})[str(r["layer"])] = r["value"]
+    return table
 
 
 def cmd_task(args) -> int:

@@ -23,7 +23,7 @@ from . import __version__
 from .config import RunConfig
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
-from .probes import probe_names, run_probes
+from .probes import ProbeContext, probe_names, run_probes
 from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
 from .tasks import build_task
 from .tasks.labels import randomize_labels
@@ -204,8 +204,10 @@ class _Loop:
 
     def probe(self, step: int) -> None:
         snapshot_every = self.config.probes.snapshot_every or self.config.probes.every
-        examples = self.config.probes.snapshot_examples if (self.config.probes.snapshots and step % snapshot_every == 0) else 0
-        result = run_probes(self.state.model, self.probe_batch, self.probes, examples)
+        snapshot = self.config.probes.snapshots and step % snapshot_every == 0
+        examples = self.config.probes.snapshot_examples if snapshot else 0
+        result = run_probes(self.state.model, self.probe_batch, self.probes, examples,
+                            context=ProbeContext(self.task, self.config), arrays=snapshot)
         self.rows += [{**r, "step": step} for r in result.rows]
         if result.arrays:
             self.save_snapshot(step, result.arrays)

@@ -68,7 +68,8 @@ class SequenceModel(HookedModule):
         self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
         self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers))
         self.norm_final = nn.LayerNorm(config.d_model)
-        self.unembed = nn.Linear(config.d_model, vocab_size, bias=False)
+        # sigma_reparam covers every linear layer, the unembedding too (Zhai et al. 2023)
+        self.unembed = make_linear(config.d_model, vocab_size, bias=False, sigma_reparam=config.sigma_reparam)
         self.apply(_init_weights)
         for block in self.blocks:
             block.mixer.init_weights()  # mixer-specific init on top of the generic one

@@ -25,16 +25,34 @@ def row_entropy(pattern: Tensor) -> Tensor:
 
 def entropy_summary(pattern: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
     """Mean raw and normalized entropy per head: pattern (B, H, T, T), valid (B, T) bool."""
-    T = pattern.shape[-1]
-    entropy = row_entropy(pattern)  # (B, H, T)
+    return summarize_row_entropy(row_entropy(pattern), valid)
+
+
+def summarize_row_entropy(entropy: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean raw and normalized entropy per head from per-query entropies (B, H, T), valid (B, T).
+
+    Shared by the map-based probe and the kernel path (entropy_length), which never holds a map."""
+    T = entropy.shape[-1]
+    entropy = entropy.float()
     weights = valid[:, None, :].float().expand_as(entropy)
     raw = (entropy * weights).sum((0, 2)) / weights.sum((0, 2)).clamp_min(1)
-    keys = torch.arange(1, T + 1, device=pattern.device, dtype=pattern.dtype)
+    keys = torch.arange(1, T + 1, device=entropy.device, dtype=entropy.dtype)
     normalizer = keys.log().clamp_min(1e-12)
     normalized_weights = weights.clone()
     normalized_weights[..., 0] = 0  # one key: nothing to choose
     normalized = (entropy / normalizer * normalized_weights).sum((0, 2)) / normalized_weights.sum((0, 2)).clamp_min(1)
     return raw, normalized
+
+
+def entropy_rows(raw: Tensor, normalized: Tensor, layer: int, length: int = -1) -> list[dict]:
+    """Rows per head plus the layer mean (head -1) for one layer."""
+    rows = []
+    for head in range(raw.shape[0]):
+        rows.append(row("entropy", raw[head], layer, head, length))
+        rows.append(row("entropy_normalized", normalized[head], layer, head, length))
+    rows.append(row("entropy", raw.mean(), layer, length=length))
+    rows.append(row("entropy_normalized", normalized.mean(), layer, length=length))
+    return rows
 
 
 @register_probe("entropy")
@@ -46,12 +64,7 @@ class AttentionEntropy(Probe):
         rows = []
         for layer in attention_layers(model):
             pattern = cache[f"blocks.{layer}.mixer.hook_pattern"].float()
-            raw, normalized = entropy_summary(pattern, valid)
-            for head in range(pattern.shape[1]):
-                rows.append(row("entropy", raw[head], layer, head))
-                rows.append(row("entropy_normalized", normalized[head], layer, head))
-            rows.append(row("entropy", raw.mean(), layer))
-            rows.append(row("entropy_normalized", normalized.mean(), layer))
+            rows += entropy_rows(*entropy_summary(pattern, valid), layer)
         return ProbeResult(rows)
 
 
@@ -68,4 +81,5 @@ class MaxLogit(Probe):
             finite = torch.where(torch.isfinite(scores), scores, torch.full_like(scores, -math.inf))
             per_head = finite.amax(dim=(0, 2, 3))
             rows += [row("max_logit", v, layer, h) for h, v in enumerate(per_head.tolist())]
+            rows.append(row("max_logit", per_head.max(), layer))  # the layer's largest, for summaries
         return ProbeResult(rows)

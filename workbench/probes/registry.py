@@ -22,9 +22,19 @@ class ProbeResult:
     arrays: dict[str, Tensor] = field(default_factory=dict)
 
 
+@dataclass
+class ProbeContext:
+    """What the trainer knows beyond the probe batch, for probes that build their own data (the
+    memorization probe replays the first training batch): the task and the run's config."""
+
+    task: object
+    config: object
+
+
 class Probe:
     name = "probe"
     hooks: tuple[str, ...] = ()  # hook-name suffixes this probe needs, e.g. ("mixer.hook_pattern",)
+    context: ProbeContext | None = None  # set by run_probes when the caller has one
 
     def __call__(self, model, batch, cache: dict[str, Tensor]) -> ProbeResult:
         raise NotImplementedError

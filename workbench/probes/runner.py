@@ -1,13 +1,14 @@
 """Run the configured probes on the fixed probe batch: one no-grad, eval-mode forward.
 
-The training forward is never touched, so probes cannot change what the model learns.
+The training forward is never touched, so probes cannot change what the model learns. Probes that
+need more than the probe batch (the memorization probe replays training data) get a ProbeContext.
 """
 from __future__ import annotations
 
 import torch
 
-from . import attention, sparsity  # noqa: F401  (registration)
-from .registry import PROBES, ProbeResult
+from . import attention, memorization, outliers, sparsity, spectral  # noqa: F401  (registration)
+from .registry import PROBES, ProbeContext, ProbeResult
 
 
 def probe_names(probe_config) -> list[str]:
@@ -19,9 +20,15 @@ def probe_names(probe_config) -> list[str]:
     return names + [n for n in probe_config.extra if n not in names]
 
 
-def run_probes(model, batch, names: list[str], snapshot_examples: int = 0) -> ProbeResult:
-    """Rows from every named probe, plus attention-like maps of the first examples if asked."""
+def run_probes(model, batch, names: list[str], snapshot_examples: int = 0, context: ProbeContext | None = None,
+               arrays: bool = True) -> ProbeResult:
+    """Rows from every named probe, plus attention-like maps of the first examples if asked.
+
+    arrays=False drops the probes' own arrays (per-neuron activity, ...): the trainer keeps them
+    only at snapshot steps. Attention maps come first in `arrays` (one row per example)."""
     probes = [PROBES.get(name)() for name in names]
+    for probe in probes:
+        probe.context = context
     suffixes = {s for p in probes for s in p.hooks}
     if snapshot_examples:
         suffixes.add("mixer.hook_pattern")
@@ -31,16 +38,17 @@ def run_probes(model, batch, names: list[str], snapshot_examples: int = 0) -> Pr
         with torch.no_grad():
             _, cache = model.run_with_cache(batch.tokens, batch.position_ids,
                                             names=lambda name: any(name.endswith(s) for s in suffixes))
+            parts = [probe(model, batch, cache) for probe in probes]
     finally:
         model.train(was_training)
     result = ProbeResult()
-    for probe in probes:
-        part = probe(model, batch, cache)
-        result.rows += part.rows
-        result.arrays.update(part.arrays)
     if snapshot_examples:
         for name, value in cache.items():
             if name.endswith("mixer.hook_pattern"):
                 layer = name.split(".")[1]
                 result.arrays[f"pattern.{layer}"] = value[:snapshot_examples].float().contiguous()
+    for part in parts:
+        result.rows += part.rows
+        if arrays:
+            result.arrays.update(part.arrays)
     return result

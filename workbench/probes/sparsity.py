@@ -1,7 +1,9 @@
 """Activation sparsity of the MLPs: the lazy-neuron metric (Li et al. 2023, seeds 000 #9, 004 #95).
 
 The percentage of nonzero entries of the MLP activation per token, averaged over real tokens,
-reported per layer; beside it the share of neurons that never fire on the probe batch.
+reported per layer; beside it the share of neurons that never fire on the probe batch. The
+distribution of per-neuron activity (the share of tokens on which each neuron fires) goes into the
+snapshot arrays as `neuron_activity.{layer}`, sorted from most to least active so steps compare.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ class ActivationSparsity(Probe):
 
     def __call__(self, model, batch, cache) -> ProbeResult:
         valid = (batch.tokens != 0).reshape(-1)
-        rows = []
+        rows, arrays = [], {}
         for layer in range(len(model.blocks)):
             post = cache[f"blocks.{layer}.mlp.hook_post"]
             active = (post.reshape(-1, post.shape[-1])[valid] != 0).float()  # (tokens, neurons)
             rows.append(row("mlp_nonzero_fraction", active.mean(), layer))
             rows.append(row("dead_neuron_fraction", (active.sum(0) == 0).float().mean(), layer))
-        return ProbeResult(rows)
+            arrays[f"neuron_activity.{layer}"] = active.mean(0).sort(descending=True).values.contiguous()
+        return ProbeResult(rows, arrays)

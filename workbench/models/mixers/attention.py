@@ -1,7 +1,10 @@
 """Causal multi-head softmax attention, with the options the probes need.
 
 Fast path: scaled_dot_product_attention. While `hook_pattern` or `hook_scores` listens (or for a
-clipped softmax) the T x T pattern is computed explicitly and handed to the hooks.
+clipped softmax) the T x T pattern is computed explicitly and handed to the hooks. While only
+`hook_entropy` listens, the layer runs through the kernel dispatcher (workbench.kernels), which
+returns the output and every query's entropy without a T x T map, so entropy can be measured at
+lengths where the map would not fit.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ class Attention(Mixer):
         self.out = make_linear(d, d, sigma_reparam=config.sigma_reparam)
         self.gate = make_linear(d, self.n_heads, sigma_reparam=config.sigma_reparam) if config.gated_attention else None
         self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
+        self.hook_entropy = HookPoint()  # per-query softmax entropy in nats (B, H, T)
 
     def project(self, x: Tensor, context: MixerContext) -> tuple[Tensor, Tensor, Tensor]:
         B, T, _ = x.shape
@@ -60,7 +64,16 @@ class Attention(Mixer):
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         if explicit:
             scores = self.hook_scores(self.scores(q, k, context))
-            mixed = self.hook_pattern(self.pattern(scores)) @ v
+            pattern = self.hook_pattern(self.pattern(scores))
+            if self.hook_entropy.active:
+                self.hook_entropy(-(pattern * pattern.clamp_min(1e-30).log()).sum(-1))
+            mixed = pattern @ v
+        elif self.hook_entropy.active:
+            from ...kernels import attention_entropy  # imported late: kernels import workbench
+
+            mixed, _, entropy = attention_entropy(q, k, v, bias=self.kernel_bias(context))
+            self.hook_entropy(entropy)
+            mixed = mixed.to(q.dtype)
         else:
             bias = context.encoding.bias(self.layer_index, context.positions)
             if bias is None:
@@ -72,6 +85,30 @@ class Attention(Mixer):
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
         return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+
+    def kernel_bias(self, context: MixerContext):
+        """This layer's logit bias in the form workbench.kernels takes: None, ALiBi slopes (H,), or
+        a callable giving any (query range x key range) tile, so no T x T bias is ever built."""
+        encoding, positions = context.encoding, context.positions
+        if encoding.bias(self.layer_index, positions[:1, :1]) is None:
+            return None
+        if positions.shape[0] > 1 and bool((positions == positions[:1]).all()):
+            positions = positions[:1]  # one bias broadcast over the batch
+        default = bool((positions == torch.arange(positions.shape[1], device=positions.device)).all())
+        if encoding.name == "alibi" and default:
+            return encoding.slopes
+
+        def tile(rows: Tensor, cols: Tensor) -> Tensor:
+            # the encoding's own bias over the queries followed by the keys, cut to the cross block
+            joined = torch.cat([positions[:, rows], positions[:, cols]], dim=1)
+            return encoding.bias(self.layer_index, joined)[..., :rows.numel(), rows.numel():]
+
+        return tile
+
+    def queries_keys(self, x: Tensor, context: MixerContext) -> tuple[Tensor, Tensor, object]:
+        """(q, k, bias) as `workbench.kernels.attention_entropy_from_qk` takes them."""
+        q, k, _ = self.project(x, context)
+        return q, k, self.kernel_bias(context)
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         q, k, _ = self.project(x, context)

@@ -1,0 +1,85 @@
+"""Attention entropy as a function of evaluation length (seeds 004 #129, #161, 002 #113).
+
+Each attention layer is listened to at `hook_entropy`, which makes it run through the kernel
+dispatcher (workbench.kernels.attention_entropy): on the CPU a chunked path with O(T) extra memory,
+on CUDA the Triton kernel. No T x T map is built, so 16k-token inputs fit in a few GiB. (A clipped
+softmax has no kernel form and still builds the map.) Rows are the entropy probe's own,
+`entropy` / `entropy_normalized` per layer and head plus the layer mean, with `length` = L.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..evaluate import eval_generator
+from .attention import attention_layers, entropy_rows, summarize_row_entropy
+
+TOKENS_PER_FORWARD = 16_384  # samples per forward shrink as the length grows
+
+
+@torch.no_grad()
+def layer_entropies(model, tokens, position_ids=None) -> dict[int, torch.Tensor]:
+    """{layer: (B, H, T) per-query entropy} of every attention layer, from one forward."""
+    layers = attention_layers(model)
+    found: dict[int, torch.Tensor] = {}
+
+    def keep(layer):
+        def listener(value, hook):
+            found[layer] = value.detach().float()
+        return listener
+
+    with model.hooks({f"blocks.{layer}.mixer.hook_entropy": keep(layer) for layer in layers}):
+        model(tokens, position_ids)
+    return found
+
+
+@torch.no_grad()
+def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """{layer: (raw, normalized) mean entropy per head} over n test samples of task length `length`."""
+    was_training = model.training
+    model.eval()
+    sums: dict[int, list[torch.Tensor]] = {}
+    generator = eval_generator(seed, length)
+    try:
+        done, per_forward = 0, max(1, TOKENS_PER_FORWARD // max(task.sequence_length(length), 1))
+        while done < n:
+            chunk = min(n - done, per_forward)
+            batch = task.sample(chunk, generator, length=length, train=False)
+            valid = batch.tokens != 0
+            for layer, entropy in layer_entropies(model, batch.tokens, batch.position_ids).items():
+                raw, normalized = summarize_row_entropy(entropy, valid)
+                previous = sums.setdefault(layer, [torch.zeros_like(raw), torch.zeros_like(raw)])
+                previous[0] += raw * chunk
+                previous[1] += normalized * chunk
+            done += chunk
+    finally:
+        model.train(was_training)
+    return {layer: (raw / n, normalized / n) for layer, (raw, normalized) in sums.items()}
+
+
+def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0, step: int = -1) -> list[dict]:
+    """Tidy rows (probe entropy / entropy_normalized, layer, head, length, value, step) per length.
+
+    Per-chunk means are weighted by samples, not tokens: each sample counts once at every length."""
+    rows = []
+    for length in lengths:
+        for layer, (raw, normalized) in entropy_at_length(model, task, int(length), n, seed).items():
+            rows += [{**r, "step": step} for r in entropy_rows(raw, normalized, layer, int(length))]
+    return rows
+
+
+def run_entropy_vs_length(run_id: str, lengths: list[int], n: int = 8) -> list[dict]:
+    """Entropy vs length for a stored run; rows are appended to its metrics unless it is a demo."""
+    from ..errors import check
+    from ..store import open_run
+
+    check(n >= 1, "--n", n, "expected at least 1 sample per length")
+    for length in lengths:
+        check(length >= 1, "--lengths", length, "expected lengths >= 1")
+    run = open_run(run_id)
+    model, task = run.load_model()
+    config = run.config()
+    step = int(run.status().get("step", config.train.steps))
+    rows = entropy_vs_length(model, task, lengths, n, config.train.seed, step)
+    if not run.read_only:
+        run.append_metrics(rows)
+    return rows
