@@ -1,6 +1,11 @@
-"""Small helpers the Streamlit pages share (kept here so pages stay thin and logic stays testable)."""
+"""Small helpers the Streamlit pages share (kept here so pages stay thin and logic stays testable).
+
+The functions without a Streamlit import are plain data (filters, labels, choices); the others
+draw one widget group the same way on every page (a run picker, a figure with its downloads).
+"""
 from __future__ import annotations
 
+import re
 import warnings
 
 import pandas as pd
@@ -10,13 +15,38 @@ from .store import list_runs, open_run
 
 TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "seed", "step", "loss",
                  "exact_match", "demo", "label"]
+SORTABLE = ["created", "run_id", "status", "task", "mixer", "pos", "loss", "exact_match", "step"]
+SELECTED_RUNS = "selected_runs"  # session-state key: the runs chosen on the Runs page, read by every page
+EMPTY_STORE = ("The run store is empty. Train a run on the **Train** page (or `workbench train "
+               "task.name=addition model.pos=coupling` on the command line), or rebuild the demo runs "
+               "with `workbench demo build`.")
 
 
-def runs_table() -> pd.DataFrame:
+# --- the run table (plain data) -------------------------------------------------------------------
+def runs_table(columns: list[str] | None = TABLE_COLUMNS) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = list_runs()
-    return table[TABLE_COLUMNS] if not table.empty else table
+    return table[columns] if columns and not table.empty else table
+
+
+def filter_runs(table: pd.DataFrame, text: str = "", statuses=(), tasks=(), mixers=(), positions=(),
+                sort_by: str | None = None, ascending: bool = True) -> pd.DataFrame:
+    """Rows matching every filter (an empty filter keeps all); `text` searches id and label."""
+    keep = pd.Series(True, index=table.index)
+    if text:
+        pattern = re.escape(text.strip())
+        keep &= (table.run_id.str.contains(pattern, case=False) | table.label.astype(str).str.contains(pattern, case=False)
+                 | table.task.str.contains(pattern, case=False))
+    for column, chosen in (("status", statuses), ("task", tasks), ("mixer", mixers), ("pos", positions)):
+        if chosen:
+            keep &= table[column].isin(list(chosen))
+    rows = table[keep]
+    if sort_by:
+        if sort_by not in rows.columns:
+            raise ConfigError("sort", sort_by, choices=list(rows.columns))
+        rows = rows.sort_values(sort_by, ascending=ascending, na_position="last", kind="stable")
+    return rows.reset_index(drop=True)
 
 
 def run_label(row) -> str:
@@ -24,12 +54,88 @@ def run_label(row) -> str:
     return label + (" · demo" if row.demo else "")
 
 
-def pick_run(table: pd.DataFrame, key: str, label: str = "run"):
+def experiment_results() -> dict[str, object]:
+    """{"name" or "name (fast)": ExperimentResult} for every experiment with a cached result."""
+    from .experiments import EXPERIMENTS, load_result
+
+    found = {}
+    for name in EXPERIMENTS:
+        for fast in (False, True):
+            result = load_result(name, fast)
+            if result is not None:
+                found[name + (" (fast)" if fast else "")] = result
+    return found
+
+
+def download_name(*parts) -> str:
+    """A file stem from run ids and view names: letters, digits, '-', '_' only."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(str(p) for p in parts if p != "")).strip("-") or "figure"
+
+
+# --- widgets --------------------------------------------------------------------------------------
+def store_is_empty(table: pd.DataFrame, hint: str = "") -> bool:
+    """Say what to do when there is no run at all; True when the page should stop."""
+    import streamlit as st
+
+    if table.empty:
+        st.info(EMPTY_STORE + (" " + hint if hint else ""))
+        return True
+    return False
+
+
+def selected_run_ids(table: pd.DataFrame) -> list[str]:
+    import streamlit as st
+
+    chosen = st.session_state.get(SELECTED_RUNS, [])
+    return [run_id for run_id in chosen if run_id in set(table.run_id)]
+
+
+def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0):
+    """A select box over the runs; it starts on the runs selected on the Runs page."""
     import streamlit as st
 
     options = {run_label(row): row.run_id for row in table.itertuples()}
-    choice = st.selectbox(label, list(options), key=key)
+    labels = list(options)
+    selected = selected_run_ids(table)
+    index = 0
+    if selected:
+        wanted = selected[min(prefer, len(selected) - 1)]
+        index = next(i for i, name in enumerate(labels) if options[name] == wanted)
+    elif prefer and len(labels) > prefer:
+        index = prefer
+    choice = st.selectbox(label, labels, index=index, key=key)
     return open_run(options[choice]) if choice else None
+
+
+def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[str] | None = None) -> list:
+    import streamlit as st
+
+    options = {run_label(row): row.run_id for row in table.itertuples()}
+    wanted = default if default is not None else selected_run_ids(table)
+    chosen = st.multiselect(label, list(options), default=[n for n, r in options.items() if r in wanted], key=key)
+    return [open_run(options[name]) for name in chosen]
+
+
+def download_buttons(fig, stem: str, key: str) -> None:
+    """PNG, SVG and PDF of the figure; each is rendered only when its button is clicked."""
+    import streamlit as st
+
+    from .figures.export import FORMATS, MIME_TYPES, to_bytes
+
+    row = st.container(horizontal=True, gap="small")
+    for fmt in FORMATS[::-1]:  # png, svg, pdf
+        row.download_button(fmt.upper(), data=lambda fmt=fmt: to_bytes(fig, fmt), file_name=f"{stem}.{fmt}",
+                               mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore",
+                               icon=":material/download:", help=f"download this figure as {fmt.upper()}")
+
+
+def figure_view(fig, key: str, stem: str) -> None:
+    """A figure with its download buttons under it."""
+    import streamlit as st
+
+    width = "content" if fig.layout.width else "stretch"  # a fixed-width figure (a map) keeps its shape
+    st.plotly_chart(fig, key=key, width=width, config={"displaylogo": False})
+    download_buttons(fig, stem, key=f"{key}_download")
 
 
 def show_error(error: Exception) -> None:
@@ -39,3 +145,30 @@ def show_error(error: Exception) -> None:
         st.warning(str(error))
     else:
         st.error(f"{type(error).__name__}: {error}")
+
+
+def form_widget(field, key: str):
+    """One Train-form field as a widget: select box, multiselect, checkbox or text."""
+    import streamlit as st
+
+    label = field.key.split(".", 1)[1]
+    if field.kind == "choice":
+        index = list(field.choices).index(field.default) if field.default in field.choices else 0
+        return st.selectbox(label, field.choices, index=index, key=key, help=field.help or None)
+    if field.kind == "multichoice":
+        return st.multiselect(label, field.choices, default=list(field.default), key=key, help=field.help or None)
+    if field.kind == "bool":
+        return st.checkbox(label, value=field.default, key=key, help=field.help or None)
+    return st.text_input(label, value=field.default, key=key, help=field.help or None)
+
+
+def form_section(fields: list, key_prefix: str, columns: int = 4) -> dict:
+    """A grid of form widgets; returns {dotted key: value}."""
+    import streamlit as st
+
+    values = {}
+    grid = st.columns(columns)
+    for i, field in enumerate(fields):
+        with grid[i % columns]:
+            values[field.key] = form_widget(field, f"{key_prefix}{field.key}")
+    return values

@@ -11,6 +11,9 @@ from plotly.subplots import make_subplots
 
 from .style import SEQUENTIAL, color, paper_style
 
+SHORT_SERIES = 30  # series with at most this many points are drawn with markers
+MAP_WIDTH = 480  # one map: wide enough for token labels, close to square
+
 
 def _labels(tokens: list[str]) -> list[str]:
     # plotly merges equal category labels, so each token gets its index
@@ -29,7 +32,7 @@ def attention_map(pattern: np.ndarray, tokens: list[str], title: str | None = No
         colorbar=dict(thickness=10)))
     fig.update_yaxes(autorange="reversed", title="query", tickfont=dict(size=8))
     fig.update_xaxes(title="key", tickfont=dict(size=8), tickangle=0)
-    return paper_style(fig, height=420, title=title)
+    return paper_style(fig, width=MAP_WIDTH, height=420, title=title)
 
 
 def attention_grid(patterns: dict[int, np.ndarray], tokens: list[str], title: str | None = None) -> go.Figure:
@@ -49,7 +52,8 @@ def attention_grid(patterns: dict[int, np.ndarray], tokens: list[str], title: st
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_xaxes(showticklabels=False)
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, colorbar=dict(thickness=10)))
-    return paper_style(fig, height=220 * len(layers) + 40, title=title)
+    paper_style(fig, height=220 * len(layers) + 40, title=title)
+    return fig.update_layout(margin=dict(t=48 if title else 28))  # room for the subplot titles
 
 
 def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: str | None = None) -> go.Figure:
@@ -83,7 +87,9 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
     fig = go.Figure()
     for i, (series, rows) in enumerate(frame.groupby("series", sort=False)):
         rows = rows.sort_values("step")
-        fig.add_trace(go.Scatter(x=rows.step, y=rows.value, mode="lines", name=str(series), line=dict(color=color(i)),
+        mode = "lines+markers" if len(rows) <= SHORT_SERIES else "lines"  # a lone point needs a marker
+        fig.add_trace(go.Scatter(x=rows.step, y=rows.value, mode=mode, name=str(series), line=dict(color=color(i)),
+                                 marker=dict(size=4),
                                  hovertemplate="step %{x}<br>%{y:.4g}<extra>" + str(series) + "</extra>"))
     for label, step in (markers or {}).items():
         fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00"), annotation_text=label, annotation_font_size=9)

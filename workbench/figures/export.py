@@ -1,45 +1,90 @@
-"""Static export of figures to PNG, SVG and PDF through kaleido and the system Chromium."""
+"""Static export of figures to PNG, SVG and PDF through kaleido and the system Chromium.
+
+Each export starts a headless Chromium (a few seconds); `export_server()` keeps one running for a
+batch of exports (tests, scripts) so each further figure takes a fraction of a second.
+"""
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 
 from ..errors import ConfigError
-from .chromium import configure_chromium
+from .chromium import configure_chromium, retry_kaleido_startup
 
 FORMATS = ("pdf", "svg", "png")
+MIME_TYPES = {"pdf": "application/pdf", "svg": "image/svg+xml", "png": "image/png"}
+DEFAULT_FOLDER = "exports"
+PNG_SCALE = 2.0  # PNGs are rendered at twice the layout size, so they stay sharp in print
 
 
-def export(fig, path: str | Path, width: int | None = None, height: int | None = None, scale: float = 2.0) -> Path:
-    """Write fig to path; the format follows the suffix (.pdf, .svg, .png)."""
-    path = Path(path)
-    fmt = path.suffix.lstrip(".").lower()
+def _size(fig, width: int | None, height: int | None) -> tuple[int, int]:
+    return int(width or fig.layout.width or 672), int(height or fig.layout.height or 420)
+
+
+def _check_format(fmt: str, field: str, value) -> str:
     if fmt not in FORMATS:
-        raise ConfigError("--out", str(path), f"expected a file ending in one of: {', '.join('.' + f for f in FORMATS)}")
-    configure_chromium()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.write_image(str(path), format=fmt, width=width or fig.layout.width or 672,
-                    height=height or fig.layout.height or 420, scale=scale if fmt == "png" else 1)
-    return path
+        raise ConfigError(field, str(value), f"expected a file ending in one of: {', '.join('.' + f for f in FORMATS)}")
+    return fmt
 
 
-def to_bytes(fig, fmt: str, width: int | None = None, height: int | None = None) -> bytes:
-    """The figure as PDF/SVG/PNG bytes, for download buttons."""
+def to_bytes(fig, fmt: str, width: int | None = None, height: int | None = None,
+             scale: float = PNG_SCALE) -> bytes:
+    """The figure as PDF/SVG/PNG bytes (download buttons); `scale` applies to PNG only."""
     if fmt not in FORMATS:
         raise ConfigError("format", fmt, choices=FORMATS)
     configure_chromium()
-    return fig.to_image(format=fmt, width=width or fig.layout.width or 672, height=height or fig.layout.height or 420,
-                        scale=2 if fmt == "png" else 1)
+    width, height = _size(fig, width, height)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # with export_server()
+        return retry_kaleido_startup(lambda: fig.to_image(format=fmt, width=width, height=height,
+                                                          scale=scale if fmt == "png" else 1))
 
 
-def safe_export_path(name: str, folder: str | Path = "exports") -> Path:
-    """folder/name, refusing names that would write outside the folder."""
-    folder = Path(folder).resolve()
-    path = (folder / name).resolve()
-    if folder not in path.parents:
-        raise ConfigError("--out", name, f"must stay inside {folder}")
+def export(fig, path: str | Path, width: int | None = None, height: int | None = None,
+           scale: float = PNG_SCALE) -> Path:
+    """Write fig to path; the format follows the suffix (.pdf, .svg, .png)."""
+    path = Path(path)
+    fmt = _check_format(path.suffix.lstrip(".").lower(), "--out", path)
+    from ..store import atomic_write_bytes
+
+    atomic_write_bytes(path, to_bytes(fig, fmt, width, height, scale))
     return path
 
 
+@contextlib.contextmanager
+def export_server():
+    """Keep one kaleido Chromium running for the exports inside the block."""
+    import kaleido
+
+    configure_chromium()
+    kaleido.start_sync_server(silence_warnings=True)
+    try:
+        yield
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
+
+
+def safe_export_path(name: str, folder: str | Path = DEFAULT_FOLDER) -> Path:
+    """folder/name, refusing names that would write outside the folder (../x.pdf, /etc/x.pdf)."""
+    folder = Path(folder).resolve()
+    path = (folder / name).resolve()
+    if not name or folder not in path.parents:
+        raise ConfigError("--out", name, f"must name a file inside {folder}")
+    return path
+
+
+def export_path(out: str | None, default_name: str, folder: str | Path = DEFAULT_FOLDER) -> Path:
+    """Where an export goes: a bare file name (or none) inside `folder`; a path with a folder in it
+    is the user's explicit choice."""
+    if out is None:
+        return safe_export_path(default_name, folder)
+    if Path(out).name == out and out not in (".", ".."):
+        return safe_export_path(out, folder)
+    return Path(out)
+
+
+# --- figures of one run by name (`workbench export RUN --figure NAME`) ----------------------------
 FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "length", "memorization", "loss")
 
 
@@ -52,18 +97,22 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
         return run_figures.run_attention_grid(run, step)
     if figure == "length":
         return run_figures.runs_length_curve([run])
-    probe = {"entropy": "entropy", "sparsity": "mlp_nonzero_fraction", "loss": "loss",
-             "memorization": "exact_match"}.get(figure)
+    if figure == "memorization":
+        return run_figures.run_memorization(run)
+    probe = {"entropy": "entropy", "sparsity": "mlp_nonzero_fraction", "loss": "loss"}.get(figure)
     if probe is None:
         raise ConfigError("--figure", figure, choices=FIGURES)
-    return run_figures.run_metric(run, probe, by="head" if figure == "entropy" else "layer")
+    return run_figures.run_metric(run, probe)
 
 
 def export_run_figure(run_id: str, figure: str, out: str | None = None, width: int | None = None,
                       height: int | None = None, **options) -> Path:
     from ..store import open_run
 
+    if figure not in FIGURES:  # before any path is built from it
+        raise ConfigError("--figure", figure, choices=FIGURES)
+    if out is not None:
+        _check_format(Path(out).suffix.lstrip(".").lower(), "--out", out)
     run = open_run(run_id)
-    fig = run_figure(run, figure, **options)
-    path = Path(out) if out else safe_export_path(f"{run.run_id}-{figure}.pdf")
-    return export(fig, path, width, height)
+    path = export_path(out, f"{run.run_id}-{figure}.pdf")
+    return export(run_figure(run, figure, **options), path, width, height)

@@ -4,14 +4,26 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import ConfigError
+from ..events import training_events
 from ..reports import length_table
 from .builders import attention_grid, attention_map, length_curve, metric_over_steps
 
 PROBE_TITLES = {"entropy": "attention entropy (nats)", "entropy_normalized": "normalized attention entropy",
                 "mlp_nonzero_fraction": "fraction of nonzero MLP activations", "loss": "training loss",
-                "exact_match": "exact match", "max_logit": "largest attention logit"}
+                "eval_loss": "evaluation loss", "exact_match": "exact match", "max_logit": "largest attention logit",
+                "dead_neuron_fraction": "fraction of dead MLP neurons", "grad_norm": "gradient norm",
+                "lr": "learning rate", "train_exact_match": "exact match on training samples",
+                "fresh_exact_match": "exact match on fresh samples"}
+# The order of views on the Dynamics page; probes not named here follow alphabetically.
+PROBE_ORDER = ["loss", "eval_loss", "exact_match", "entropy", "entropy_normalized", "max_logit", "spectral_norm",
+               "mlp_nonzero_fraction", "dead_neuron_fraction", "residual_max_abs", "residual_kurtosis",
+               "train_exact_match", "fresh_exact_match", "grad_norm", "lr"]
+LOG_PROBES = ("loss", "eval_loss", "grad_norm")
+MEMORIZATION_PROBES = {"train_exact_match": "training samples", "fresh_exact_match": "fresh samples"}
+LABEL_KEYS = ("run", "pos", "mixer", "task", "label")
 
 
+# --- attention maps -------------------------------------------------------------------------------
 def snapshot_patterns(run, step: int | None = None, example: int = 0) -> tuple[dict[int, object], list[str], int]:
     """({layer: (H, T, T) array}, tokens, step) from a run's snapshot (the last one by default)."""
     steps = run.snapshot_steps()
@@ -40,10 +52,28 @@ def run_attention_grid(run, step: int | None = None, example: int = 0):
     return attention_grid(patterns, tokens)
 
 
+# --- length generalization ------------------------------------------------------------------------
 def train_length(config) -> int | None:
     from ..tasks import build_task
 
     return build_task(config.task.name, config.task.params).train_lengths()[1]
+
+
+def run_labels(runs: list, by: str = "run") -> list[str]:
+    """A legend label per run; runs sharing a label (e.g. seeds of one encoding) form one band."""
+    if by not in LABEL_KEYS:
+        raise ConfigError("label", by, choices=LABEL_KEYS)
+    labels = []
+    for run in runs:
+        config = run.config()
+        labels.append({"run": run.run_id, "pos": config.model.pos, "task": config.task.name,
+                       "mixer": config.model.layers or config.model.mixer,
+                       "label": run.status().get("label") or run.run_id}[by])
+    return labels
+
+
+def has_length_curve(run) -> bool:
+    return bool(length_table(run.metrics()))
 
 
 def runs_length_curve(runs: list, labels: list[str] | None = None):
@@ -53,24 +83,80 @@ def runs_length_curve(runs: list, labels: list[str] | None = None):
         label = labels[i] if labels else run.run_id
         frames.append(pd.DataFrame({"label": label, "length": list(table), "value": list(table.values())}))
     curves = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["label", "length", "value"])
+    if curves.empty:
+        raise ConfigError("run", ", ".join(r.run_id for r in runs),
+                          "has no length curve (train with task.eval_lengths=... or run `workbench eval-length`)")
     return length_curve(curves, train_length(runs[0].config()) if runs else None)
 
 
-def run_metric(run, probe: str, by: str = "layer"):
-    """A probe over training steps, one line per layer (or head within layers)."""
+# --- probes over training -------------------------------------------------------------------------
+def _over_steps(metrics: pd.DataFrame) -> pd.DataFrame:
+    return metrics[metrics.length == -1]
+
+
+def recorded_probes(run) -> list[str]:
+    """Every probe the run recorded over steps, in the order the Dynamics page shows them."""
+    names = set(_over_steps(run.metrics()).probe.unique())
+    known = [name for name in PROBE_ORDER if name in names]
+    return known + sorted(names - set(known))
+
+
+def probe_series(metrics: pd.DataFrame, probe: str) -> pd.DataFrame:
+    """The rows of one probe with a `series` column: per head if recorded per head, else per layer,
+    else one line."""
+    rows = _over_steps(metrics)
+    rows = rows[rows.probe == probe]
+    if (rows["head"] >= 0).any():
+        rows = rows[rows["head"] >= 0]
+        return rows.assign(series="L" + rows.layer.astype(str) + " H" + rows["head"].astype(str))
+    if (rows.layer >= 0).any():
+        rows = rows[rows.layer >= 0]
+        return rows.assign(series="layer " + rows.layer.astype(str))
+    return rows.assign(series=probe)
+
+
+def run_metric(run, probe: str, by: str | None = None, events: dict[str, int] | None = None):
+    """A probe over training steps, one line per head, layer or none (chosen from what was recorded);
+    `events` (default: divergence and entropy collapse of the run) are marked."""
     metrics = run.metrics()
-    rows = metrics[metrics.probe == probe]
-    if rows.empty:
+    if metrics[metrics.probe == probe].empty:
         raise ConfigError("probe", probe, f"not recorded in run {run.run_id}")
-    if by == "head":
-        rows = rows[rows["head"] >= 0].assign(series=lambda r: "L" + r.layer.astype(str) + " H" + r["head"].astype(str))
-    elif (rows.layer >= 0).any():
-        rows = rows[(rows.layer >= 0) & (rows["head"] == -1)].assign(series=lambda r: "layer " + r.layer.astype(str))
-    else:
-        rows = rows.assign(series=probe)
-    markers = {}
-    status = run.status()
-    if status.get("status") == "diverged":
-        markers["diverged"] = status.get("diverged_step")
-    return metric_over_steps(rows, PROBE_TITLES.get(probe, probe), markers=markers,
-                             log_y=probe == "loss")
+    rows = probe_series(metrics, probe)
+    if by == "layer" and (rows["head"] >= 0).any():  # heads averaged per layer
+        rows = (rows.groupby(["layer", "step"], as_index=False)["value"].mean()
+                .assign(series=lambda r: "layer " + r.layer.astype(str)))
+    events = training_events(run) if events is None else events
+    return metric_over_steps(rows, PROBE_TITLES.get(probe, probe), markers=events, log_y=probe in LOG_PROBES)
+
+
+def runs_metric(runs: list, probe: str, labels: list[str] | None = None):
+    """One probe of several runs over steps, one line per run (layers and heads averaged)."""
+    frames = []
+    for i, run in enumerate(runs):
+        rows = probe_series(run.metrics(), probe)
+        if rows.empty:
+            continue
+        mean = rows.groupby("step", as_index=False)["value"].mean()
+        frames.append(mean.assign(series=labels[i] if labels else run.run_id))
+    if not frames:
+        raise ConfigError("probe", probe, "not recorded in any of the chosen runs")
+    return metric_over_steps(pd.concat(frames, ignore_index=True), PROBE_TITLES.get(probe, probe),
+                             log_y=probe in LOG_PROBES)
+
+
+def has_memorization(run) -> bool:
+    return bool(set(run.metrics().probe.unique()) & set(MEMORIZATION_PROBES))
+
+
+def run_memorization(run):
+    """Exact match on training samples vs fresh samples over steps (falls back to exact match when
+    the run recorded no memorization probe)."""
+    metrics = _over_steps(run.metrics())
+    rows = metrics[metrics.probe.isin(list(MEMORIZATION_PROBES)) & (metrics.layer == -1)]
+    if rows.empty:
+        return run_metric(run, "exact_match", events={})
+    rows = rows.assign(series=rows.probe.map(MEMORIZATION_PROBES))
+    fig = metric_over_steps(rows, "exact match", markers=training_events(run))
+    fig.update_yaxes(range=[-0.03, 1.03])
+    return fig
+

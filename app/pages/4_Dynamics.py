@@ -1,0 +1,35 @@
+"""Dynamics: every probe a run recorded over training (entropy per head, sparsity per layer,
+spectral norms, outliers, loss...), with divergence and entropy collapse marked."""
+import streamlit as st
+
+from workbench import app_support as support
+from workbench.events import COLLAPSE_FRACTION, training_events
+from workbench.figures import runs as run_figures
+
+st.set_page_config(page_title="Dynamics · workbench", layout="wide")
+st.title("Training dynamics")
+table = support.runs_table()
+if support.store_is_empty(table):
+    st.stop()
+
+run = support.pick_run(table, key="dynamics_run")
+events = training_events(run)
+if "diverged" in events:
+    st.error(f"This run diverged at step {events['diverged']} (the loss became NaN or infinite).")
+if "entropy collapse" in events:
+    st.warning(f"Attention entropy collapsed at step {events['entropy collapse']}: its mean fell below "
+               f"{COLLAPSE_FRACTION:.0%} of its starting value.")
+probes = run_figures.recorded_probes(run)
+if not probes:
+    st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at the first checkpoint.")
+    st.stop()
+chosen = st.multiselect("views", probes, default=[p for p in probes if p not in ("lr",)], key="dynamics_probes")
+columns = st.columns(2)
+for i, probe in enumerate(chosen):
+    with columns[i % 2]:
+        st.subheader(run_figures.PROBE_TITLES.get(probe, probe.replace("_", " ")))
+        try:
+            support.figure_view(run_figures.run_metric(run, probe, events=events), f"dynamics_{probe}",
+                                support.download_name(run.run_id, probe))
+        except Exception as error:  # noqa: BLE001
+            support.show_error(error)

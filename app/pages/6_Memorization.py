@@ -1,0 +1,37 @@
+"""Memorization: exact match on training samples vs fresh samples over training; capacity curves
+from the memorization-capacity experiment."""
+import streamlit as st
+
+from workbench import app_support as support
+from workbench.experiments import load_result
+from workbench.figures import runs as run_figures
+
+st.set_page_config(page_title="Memorization · workbench", layout="wide")
+st.title("Memorization")
+CAPACITY = "memorization-capacity"
+table = support.runs_table()
+
+st.subheader("Training vs fresh samples")
+if not support.store_is_empty(table):
+    run = support.pick_run(table, key="memorization_run")
+    if not run_figures.has_memorization(run):
+        st.info(f"Run {run.run_id} recorded no train-vs-fresh accuracy (probes `train_exact_match`, "
+                "`fresh_exact_match`). Train the `memorize` task with `probes.extra=memorization`. "
+                "Its exact match over training is shown instead.")
+    try:
+        support.figure_view(run_figures.run_memorization(run), "memorization_curve",
+                            support.download_name(run.run_id, "memorization"))
+    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+        support.show_error(error)
+
+st.subheader("Capacity")
+result = load_result(CAPACITY) or load_result(CAPACITY, fast=True)
+if result is None:
+    st.info(f"No capacity result yet: run the `{CAPACITY}` experiment on the **Experiments** page or with "
+            f"`workbench experiment run {CAPACITY}`.")
+else:
+    try:
+        support.figure_view(result.figure(), "memorization_capacity", support.download_name(CAPACITY))
+    except Exception as error:  # noqa: BLE001
+        support.show_error(error)
+    st.dataframe(result.table, hide_index=True, key="memorization_capacity_table")

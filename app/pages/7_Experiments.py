@@ -1,0 +1,62 @@
+"""Experiments: launch a named experiment in the background, watch it, see its table and figure."""
+import streamlit as st
+
+from workbench import app_support as support
+from workbench import background
+from workbench.experiments import EXPERIMENTS, load_result
+
+st.set_page_config(page_title="Experiments · workbench", layout="wide")
+st.title("Experiments")
+if not EXPERIMENTS:
+    st.info("No named experiments are registered.")
+    st.stop()
+
+name = st.selectbox("experiment", list(EXPERIMENTS), key="experiments_name")
+experiment = EXPERIMENTS[name]
+st.markdown(f"{experiment.description}\n\n**Claim** ({experiment.source}): {experiment.claim}  \n"
+            f"**Paper**: {experiment.paper_number}  \n**Target at CPU scale**: {experiment.target or '—'}")
+fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
+job = background.find_job("experiment", name, fast)
+
+
+@st.fragment(run_every=1.0)
+def watch() -> None:
+    current = background.find_job("experiment", name, fast)
+    if current is None or not current.alive:
+        st.rerun(scope="app")  # finished: show the result, stop polling
+    progress = background.experiment_progress(name, fast)
+    st.progress(progress["fraction"], text=f"{progress['done']} of {progress['total']} runs finished")
+    if progress["current_progress"]:
+        run = progress["current_progress"]
+        st.caption(f"training {progress['current']}: step {run['step']} of {run['steps']}")
+    if st.button("Cancel", key="experiments_cancel"):
+        background.cancel(current)
+
+
+if job is not None and job.alive:
+    watch()
+else:
+    if job is not None and background.job_outcome(job) != "completed":
+        st.error(f"The last run of {name} ended: {background.job_outcome(job)}")
+        st.code(job.log_tail() or "(no output)")
+    if st.button("Run", type="primary", key="experiments_run",
+                 help="trains every variant in a background process (runs already in the store are reused)"):
+        try:
+            background.start_experiment(name, fast)
+            st.rerun()
+        except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+            support.show_error(error)
+
+result = load_result(name, fast)
+if result is None:
+    st.info(f"No result yet for {name}{' (fast)' if fast else ''}: press **Run** "
+            f"(or `workbench experiment run {name}{' --fast' if fast else ''}`).")
+    st.stop()
+st.subheader("Result")
+st.caption(f"{len(result.run_ids)} runs · {result.runtime_s:.0f} s of training")
+try:
+    support.figure_view(result.figure(), "experiments_figure", support.download_name(name, "fast" if fast else ""))
+except Exception as error:  # noqa: BLE001
+    support.show_error(error)
+st.dataframe(result.table, hide_index=True, key="experiments_table")
+st.json(result.summary, expanded=False)

@@ -1,0 +1,271 @@
+"""Every dashboard page through Streamlit's AppTest: with tiny demo runs, with an empty store, a bad
+Train form (the command line's message, no exception), a run trained in the background, delete
+with confirmation. The demo runs are trained here (WORKBENCH_DEMO), not read from data/demo."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench import background
+from workbench.app_support import SELECTED_RUNS, filter_runs, runs_table
+from workbench.config import RunConfig
+from workbench.train import train
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = REPO / "app" / "pages"
+TIMEOUT = 120
+TINY = ["model.d_model=16", "model.n_heads=2", "train.steps=20", "train.batch_size=16", "train.warmup=5",
+        "probes.every=10", "train.eval_samples=32", "train.eval_every=10", "train.threads=1"]
+ADDITION = ["task.name=addition", "task.max_digits=3", "task.eval_lengths=2,3,5", "model.n_layers=1",
+            "model.pos=coupling"] + TINY
+HYBRID = ["task.name=copy", "task.max_length=4", "task.eval_lengths=2,4,6", "model.layers=attention,mamba",
+          "model.pos=rope", "probes.extra=max_logit"] + TINY
+
+
+def page(name: str) -> str:
+    return str(next(PAGES.glob(f"*_{name}.py")))
+
+
+@pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """Two tiny finished runs: attention on addition, and an attention + Mamba hybrid on copy."""
+    root = tmp_path_factory.mktemp("demo")
+    ids = {}
+    for name, overrides in (("addition", ADDITION), ("hybrid", HYBRID)):
+        ids[name] = train(RunConfig.load(None, overrides), progress=False, label=f"demo: {name}", root=root).run_id
+    return root, ids
+
+
+@pytest.fixture
+def demo(tiny_demo, data_dir, monkeypatch):
+    root, ids = tiny_demo
+    monkeypatch.setenv("WORKBENCH_DEMO", str(root))
+    return ids
+
+
+@pytest.fixture
+def empty(data_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_DEMO", str(tmp_path / "no-demo"))
+
+
+def run_page(name: str, selected: list[str] | None = None) -> AppTest:
+    app = AppTest.from_file(page(name), default_timeout=TIMEOUT)
+    if selected is not None:
+        app.session_state[SELECTED_RUNS] = selected
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def charts(app) -> list:
+    return app.get("plotly_chart")
+
+
+def own_copy(demo_root: Path, run_id: str, data_dir: Path, status: dict | None = None) -> str:
+    """A demo run copied into the user's store (deletable), optionally with a changed status."""
+    shutil.copytree(demo_root / run_id, data_dir / run_id)
+    if status:
+        path = data_dir / run_id / "status.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **status}))
+    return run_id
+
+
+# --- every page with the demo runs ---------------------------------------------------------------
+def test_runs_page_filters_selects_and_compares(demo):
+    app = run_page("Runs")
+    assert set(app.dataframe[0].value.run_id) == set(demo.values())
+    app.multiselect(key="runs_task").select("copy").run()
+    assert list(app.dataframe[0].value.run_id) == [demo["hybrid"]]
+    app.multiselect(key="runs_compare").set_value([o for o in app.multiselect(key="runs_compare").options]).run()
+    assert not app.exception
+    assert set(app.session_state[SELECTED_RUNS]) == set(demo.values())
+    assert len(charts(app)) == 2  # loss of both runs, and their length curves
+
+
+def test_filter_and_sort_the_run_table(demo):
+    table = runs_table(columns=None)
+    assert list(filter_runs(table, sort_by="d_model").run_id) == list(table.sort_values("d_model").run_id)
+    assert filter_runs(table, text="COPY").task.tolist() == ["copy"]
+    assert filter_runs(table, statuses=["failed"]).empty
+
+
+def test_attention_page_grid_slider_and_two_runs(demo):
+    app = run_page("Attention", selected=[demo["addition"]])
+    grid, single = charts(app)
+    assert "heatmap" in grid.proto.spec and "query %{y}" in single.proto.spec
+    slider = app.select_slider(key=f"attention_step_left_{demo['addition']}")
+    assert slider.options == ["0", "10", "20"]
+    slider.set_value(10).run()
+    assert not app.exception
+    app.toggle(key="attention_compare").set_value(True).run()
+    assert not app.exception
+    assert len(charts(app)) == 4  # grid and enlarged map for each side
+    assert len(app.get("download_button")) == 12
+
+
+def test_attention_page_shows_ssm_maps_of_a_hybrid(demo):
+    app = run_page("Attention", selected=[demo["hybrid"]])
+    assert "mamba" in app.caption[0].value
+    app.selectbox(key="attention_layer_left").select(1).run()  # the Mamba layer's implicit map
+    assert not app.exception and len(charts(app)) == 2
+
+
+def test_dynamics_page_plots_every_recorded_probe(demo):
+    app = run_page("Dynamics", selected=[demo["hybrid"]])
+    shown = {c.proto.spec for c in charts(app)}
+    assert len(shown) == len(app.multiselect(key="dynamics_probes").value) >= 5
+    assert "max_logit" in app.multiselect(key="dynamics_probes").value
+    assert not app.error
+
+
+def test_dynamics_page_marks_divergence(demo, tiny_demo, data_dir):
+    run_id = own_copy(tiny_demo[0], demo["addition"], data_dir, {"status": "diverged", "diverged_step": 10})
+    app = run_page("Dynamics", selected=[run_id])
+    assert "diverged at step 10" in app.error[0].value
+    assert '"diverged"' in charts(app)[0].proto.spec  # the marker's label on the loss plot
+
+
+def test_length_page_runs_and_experiment(demo, data_dir):
+    app = run_page("Length_generalization", selected=list(demo.values()))
+    assert len(charts(app)) == 1 and "longest trained" in charts(app)[0].proto.spec
+    app.radio(key="length_source").set_value("an experiment").run()
+    assert any("No experiment" in info.value for info in app.info)
+    save_fake_lengthgen_result(demo)
+    app.run()
+    assert not app.exception and len(charts(app)) == 1 and len(app.dataframe) == 1
+
+
+def save_fake_lengthgen_result(demo) -> None:
+    """A cached experiment result made from the tiny runs (the page only reads it)."""
+    from workbench.experiments import ExperimentResult
+    from workbench.experiments.base import save_result
+
+    rows = [{"pos": pos, "seed": seed, "length": length, "exact_match": value}
+            for pos in ("coupling", "learned") for seed in (0, 1) for length, value in ((3, 0.9 - seed / 10), (6, 0.2))]
+    save_result(ExperimentResult("lengthgen-addition", pd.DataFrame(rows), {"train_max": 3},
+                                 list(demo.values()), runtime_s=1.0, fast=True))
+
+
+def test_memorization_page_without_probes_says_so(demo):
+    app = run_page("Memorization")
+    infos = " ".join(info.value for info in app.info)
+    assert "train_exact_match" in infos and "memorization-capacity" in infos
+    assert len(charts(app)) == 1  # exact match over training instead
+
+
+def test_experiments_page_shows_a_cached_result(demo):
+    app = AppTest.from_file(page("Experiments"), default_timeout=TIMEOUT)
+    app.session_state["experiments_name"] = "lengthgen-addition"
+    app.run()
+    assert not app.exception and any("No result yet" in info.value for info in app.info)
+    save_fake_lengthgen_result(demo)
+    app.run()
+    assert not app.exception
+    assert len(charts(app)) == 1 and len(app.dataframe) == 1
+
+
+# --- the Train form ------------------------------------------------------------------------------
+def cli_message(overrides: list[str]) -> str:
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        RunConfig.load(None, overrides)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("key, value, override", [
+    ("model.n_heads", "3", "model.n_heads=3"),
+    ("train.lr", "fast", "train.lr=fast"),
+    ("task.max_digits", "0", "task.max_digits=0"),
+])
+def test_train_form_bad_input_shows_the_command_line_message(empty, key, value, override):
+    app = run_page("Train")
+    app.text_input(key=f"train_addition_{key}").input(value)
+    app.button[0].click().run()  # the form's Train button
+    assert not app.exception
+    assert [e.value for e in app.error] == [cli_message(["task.name=addition", override])]
+    assert background.jobs() == []
+
+
+def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
+    from workbench.models import MIXERS, POSITIONS
+    from workbench.tasks import TASKS
+
+    app = run_page("Train")
+    assert app.selectbox(key="train_task").options == TASKS.names()
+    assert app.selectbox(key="train_addition_model.mixer").options == MIXERS.names()
+    assert app.selectbox(key="train_addition_model.pos").options == POSITIONS.names()
+    app.selectbox(key="train_task").select("mqar").run()
+    assert app.text_input(key="train_mqar_task.power_a").value == "0.01"
+
+
+def test_train_page_runs_in_the_background_and_the_run_appears(empty, data_dir):
+    app = run_page("Train")
+    for key, value in {"task.max_digits": "3", "model.n_layers": "1", "model.d_model": "16", "train.steps": "10",
+                       "train.batch_size": "8", "train.eval_samples": "8", "train.threads": "1"}.items():
+        app.text_input(key=f"train_addition_{key}").input(value)
+    app.button[0].click().run()
+    assert not app.exception and not app.error
+    (job,) = background.jobs("train")
+    wait_for_exit(job)
+    app = run_page("Train")
+    assert any(": completed" in s.value for s in app.success)
+    assert app.session_state[SELECTED_RUNS] == [job.name]
+    assert runs_table().run_id.tolist() == [job.name]
+
+
+def wait_for_exit(job, polls: int = 1200) -> None:
+    """Bounded polling on the process (a busy machine may take a while to import torch)."""
+    import time
+
+    for _ in range(polls):
+        if not job.alive:
+            return
+        time.sleep(0.25)
+    pytest.fail(f"background job {job.key} still running; log:\n{job.log_tail()}")
+
+
+def test_cancel_interrupts_a_background_run(data_dir):
+    config = RunConfig.load(None, ["task.max_digits=3", "model.n_layers=1", "model.d_model=16", "train.steps=100000",
+                                   "train.batch_size=8", "probes.every=0", "train.threads=1"])
+    job = background.start_training(config)
+    for _ in range(1200):  # until the loop has started (status written by the trainer)
+        if background.run_progress(job.name)["state"] == "running" or not job.alive:
+            break
+        __import__("time").sleep(0.25)
+    assert background.cancel(job)
+    wait_for_exit(job)
+    assert background.run_progress(job.name, alive=False)["state"] == "interrupted"
+    assert (data_dir / job.name / "checkpoint.safetensors").exists()
+    background.forget(job)
+    assert background.jobs() == []
+
+
+# --- deleting ------------------------------------------------------------------------------------
+def test_delete_asks_for_confirmation_and_spares_demo_runs(demo, tiny_demo, data_dir):
+    run_id = own_copy(tiny_demo[0], demo["hybrid"], data_dir)
+    app = run_page("Runs")
+    assert app.selectbox(key="runs_delete_choice").options == [run_id]  # demo runs are not offered
+    app.button(key="runs_delete").click().run()
+    assert "cannot be undone" in app.warning[0].value and (data_dir / run_id).exists()
+    app.button(key="runs_delete_yes").click().run()
+    assert not app.exception and not (data_dir / run_id).exists()
+
+
+# --- an empty store ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["Runs", "Attention", "Dynamics", "Length_generalization", "Memorization"])
+def test_pages_with_an_empty_store_say_what_to_do(empty, name):
+    app = run_page(name)
+    assert any("Train" in info.value and "workbench" in info.value for info in app.info)
+    assert not charts(app)
+
+
+def test_train_and_experiments_pages_work_with_an_empty_store(empty):
+    assert run_page("Train").get("form")
+    app = run_page("Experiments")
+    assert any("No result yet" in info.value for info in app.info)

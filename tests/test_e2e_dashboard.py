@@ -1,0 +1,68 @@
+"""The dashboard end to end in a real headless Chromium: train a tiny run from the Train page,
+watch it finish, open it on the Attention page and download its figure as a PDF. A screenshot
+of every page is kept in artifacts/."""
+from __future__ import annotations
+
+import pytest
+
+TINY_FORM = {"max_digits": "3", "eval_lengths": "2,3,5", "n_layers": "1", "d_model": "16", "steps": "30",
+             "batch_size": "16", "warmup": "5", "eval_samples": "32", "threads": "1"}
+PLOT = ".js-plotly-plot"
+PAGES = {"Runs": PLOT, "Train": "[data-testid='stFormSubmitButton']", "Attention": PLOT, "Dynamics": PLOT,
+         "Length generalization": PLOT, "Memorization": PLOT, "Experiments": "[data-testid='stAlert']"}
+WAIT_MS = 60_000
+TRAINING_WAIT_MS = 240_000  # a busy 2-core machine; the wait ends as soon as the page says so
+
+
+def open_page(page, name: str) -> None:
+    """Follow the sidebar link, so the browser session (and the selected runs) carries over."""
+    page.locator("[data-testid='stSidebarNav'] a", has_text=name).first.click()
+    page.get_by_role("heading", name="Training dynamics" if name == "Dynamics" else name).first.wait_for(timeout=WAIT_MS)
+
+
+def wait_until_idle(page) -> None:
+    page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=WAIT_MS)
+
+
+def screenshot(page, path) -> None:
+    """The app scrolls inside its own container: back to the top first, then the whole viewport."""
+    page.evaluate("for (const e of document.querySelectorAll('*')) { if (e.scrollTop) e.scrollTop = 0; }")
+    page.screenshot(path=str(path), full_page=True)
+
+
+@pytest.mark.browser
+def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page, data_dir, tmp_path, artifacts_dir):
+    url = streamlit_server(data_dir, extra_env={"WORKBENCH_DEMO": str(tmp_path / "no-demo")})
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 1600})  # the app scrolls inside; screenshots see this much
+    page.goto(url)
+    page.get_by_text("The run store is empty").first.wait_for(timeout=WAIT_MS)
+    screenshot(page, artifacts_dir / "dashboard-0-home-empty.png")
+
+    open_page(page, "Train")
+    for label, value in TINY_FORM.items():
+        page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("button", name="Train").click()
+    page.get_by_text("Training now").wait_for(timeout=WAIT_MS)
+    screenshot(page, artifacts_dir / "dashboard-2-train-live.png")
+    page.get_by_text(": completed").wait_for(timeout=TRAINING_WAIT_MS)
+    screenshot(page, artifacts_dir / "dashboard-2-train-done.png")
+    run_ids = [p.name for p in data_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(run_ids) == 1 and (data_dir / run_ids[0] / "model.safetensors").exists()
+
+    open_page(page, "Attention")
+    page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=WAIT_MS)
+    wait_until_idle(page)
+    with page.expect_download(timeout=WAIT_MS) as download:
+        page.get_by_role("button", name="PDF").first.click()
+    pdf = download.value.path().read_bytes()
+    assert pdf.startswith(b"%PDF")
+    name = download.value.suggested_filename
+    assert name.endswith(".pdf") and run_ids[0] in name  # the figure of the run just trained
+
+    for number, (name, ready) in enumerate(PAGES.items(), start=1):
+        open_page(page, name)
+        page.locator(ready).first.wait_for(timeout=WAIT_MS)
+        wait_until_idle(page)
+        screenshot(page, artifacts_dir / f"dashboard-{number}-{name.replace(' ', '_').lower()}.png")
+        assert page.locator("[data-testid='stException']").count() == 0, f"{name} page raised"

@@ -1,0 +1,146 @@
+"""Figure export checked on the files: a PNG of the requested size, an SVG that parses, a PDF with
+a %PDF header; every figure of `workbench export`; names that would write outside their folder."""
+from __future__ import annotations
+
+import os
+import struct
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.config import RunConfig
+from workbench.errors import ConfigError
+from workbench.figures import WIDTHS, paper_style
+from workbench.figures.builders import metric_over_steps
+from workbench.figures.chromium import find_chromium
+from workbench.figures.export import FIGURES, export, export_path, export_server, safe_export_path, to_bytes
+from workbench.train import train
+
+TINY = ["task.name=addition", "task.max_digits=3", "task.eval_lengths=2,3,5", "model.n_layers=1", "model.d_model=16",
+        "model.n_heads=2", "train.steps=20", "train.batch_size=16", "train.warmup=5", "probes.every=10",
+        "train.eval_samples=32", "train.eval_every=10", "train.threads=1"]
+
+
+@pytest.fixture(scope="module")
+def chromium_server():
+    """One kaleido Chromium for the module: each export then takes a fraction of a second."""
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no system Chromium on PATH; CI must provide it, see .ci/run")
+        pytest.skip("no system Chromium on PATH (Debian: apt-get install chromium)")
+    with export_server():
+        yield
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("runs")
+    return root, train(RunConfig.load(None, TINY), progress=False, root=root).run_id
+
+
+@pytest.fixture
+def store(tiny_run, monkeypatch, tmp_path) -> str:
+    """The tiny run's store as WORKBENCH_DATA; the working directory is a fresh folder (exports/ lands there)."""
+    root, run_id = tiny_run
+    monkeypatch.setenv("WORKBENCH_DATA", str(root))
+    monkeypatch.setenv("WORKBENCH_DEMO", str(tmp_path / "no-demo"))
+    monkeypatch.chdir(tmp_path)
+    return run_id
+
+
+def line_figure():
+    import pandas as pd
+
+    frame = pd.DataFrame({"step": [0, 10, 20], "value": [2.5, 1.2, 0.4], "series": "loss"})
+    return paper_style(metric_over_steps(frame, "training loss"), width="single", height=240)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+# --- files of each format ------------------------------------------------------------------------
+@pytest.mark.parametrize("scale", [1, 2])
+def test_png_has_the_requested_size_times_the_scale(chromium_server, tmp_path, scale):
+    path = export(line_figure(), tmp_path / "loss.png", width=400, height=300, scale=scale)
+    assert png_size(path.read_bytes()) == (400 * scale, 300 * scale)
+
+
+def test_png_defaults_to_the_figure_layout_size(chromium_server):
+    assert png_size(to_bytes(line_figure(), "png")) == (2 * WIDTHS["single"], 2 * 240)
+
+
+def test_svg_parses_and_pdf_has_its_header(chromium_server, tmp_path):
+    svg = export(line_figure(), tmp_path / "loss.svg")
+    root = ElementTree.parse(svg).getroot()
+    assert root.tag.endswith("svg") and root.get("width") == str(WIDTHS["single"])
+    assert "training loss" in svg.read_text()
+    pdf = export(line_figure(), tmp_path / "loss.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and b"%%EOF" in pdf[-64:]
+
+
+def test_unknown_format_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="expected a file ending in one of: .pdf, .svg, .png"):
+        export(line_figure(), tmp_path / "loss.jpg")
+    with pytest.raises(ConfigError):
+        to_bytes(line_figure(), "eps")
+
+
+# --- figures of a run ----------------------------------------------------------------------------
+@pytest.mark.parametrize("figure", FIGURES)
+def test_every_run_figure_exports_through_the_cli(chromium_server, store, figure, capsys):
+    assert main(["export", store, "--figure", figure, "--out", f"{figure}.svg"]) == 0
+    path = Path(capsys.readouterr().out.strip())
+    assert path == (Path.cwd() / "exports" / f"{figure}.svg").resolve()  # a bare name lands in exports/
+    ElementTree.parse(path)
+
+
+def test_cli_export_defaults_to_a_pdf_in_exports(chromium_server, store, capsys):
+    assert main(["export", store, "--figure", "attention", "--layer", "0", "--head", "1", "--step", "10"]) == 0
+    path = Path(capsys.readouterr().out.strip())
+    assert path == (Path.cwd() / "exports" / f"{store}-attention.pdf").resolve()
+    assert path.read_bytes().startswith(b"%PDF")
+
+
+def test_cli_export_png_with_a_size_and_an_explicit_folder(chromium_server, store, tmp_path, capsys):
+    out = tmp_path / "paper" / "fig3.png"
+    assert main(["export", store, "--figure", "loss", "--out", str(out), "--width", "320", "--height", "200"]) == 0
+    assert png_size(out.read_bytes()) == (640, 400)  # PNGs are rendered at twice the layout size
+
+
+def test_cli_export_bad_input_exits_2_with_one_line(store, capsys):
+    assert main(["export", store, "--figure", "spectrum"]) == 2
+    assert capsys.readouterr().err.startswith("error: --figure: invalid value 'spectrum'; choose one of: attention")
+    assert main(["export", store, "--figure", "loss", "--out", "loss.txt"]) == 2
+    assert main(["export", store, "--figure", "attention", "--layer", "7"]) == 2
+    assert not (Path.cwd() / "exports").exists()
+
+
+# --- names that would escape their folder --------------------------------------------------------
+@pytest.mark.parametrize("name", ["../evil.pdf", "a/../../evil.pdf", "/tmp/evil.pdf", "..", ""])
+def test_safe_export_path_refuses_names_outside_the_folder(tmp_path, name):
+    with pytest.raises(ConfigError, match="must name a file inside"):
+        safe_export_path(name, tmp_path / "exports")
+
+
+def test_safe_export_path_keeps_names_inside(tmp_path):
+    folder = tmp_path / "exports"
+    assert safe_export_path("fig.pdf", folder) == (folder / "fig.pdf").resolve()
+    assert export_path("fig.pdf", "default.pdf", folder) == (folder / "fig.pdf").resolve()
+    assert export_path(None, "default.pdf", folder) == (folder / "default.pdf").resolve()
+    assert export_path(str(tmp_path / "mine" / "fig.pdf"), "default.pdf", folder) == tmp_path / "mine" / "fig.pdf"
+
+
+@pytest.mark.parametrize("args", [["--figure", "../../evil"], ["--figure", "loss", "--out", ".."]])
+def test_cli_refuses_traversal_and_writes_nothing(store, tmp_path, capsys, args):
+    assert main(["export", store, *args]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert not list(tmp_path.parent.glob("evil*"))
+
+
+def test_cli_refuses_a_run_id_that_is_a_path(store, capsys):
+    assert main(["export", "../runs", "--figure", "loss"]) == 2
+    assert "no path separators" in capsys.readouterr().err

@@ -1,0 +1,97 @@
+"""The Train form, described from the registries and the config dataclasses (no field is typed
+twice): which fields there are, their widget, default and choices; and the form's values turned
+into a RunConfig through the same validation, and so the same messages, as the command line.
+
+Numbers and lists are entered as text, exactly as on the command line (`train.lr=3e-3`), so a bad
+value gets the command line's message instead of a widget silently clamping it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ACTIVATIONS, FEATURE_MAPS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
+from .typed import describe
+
+SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
+
+
+@dataclass
+class Field:
+    key: str  # the dotted override key, e.g. "model.n_heads" or "task.max_digits"
+    kind: str  # "choice", "multichoice", "bool" or "text"
+    default: Any
+    help: str = ""
+    choices: tuple = ()
+
+
+def _choices() -> dict[str, tuple]:
+    from .models import MIXERS, POSITIONS
+    from .probes import PROBES
+
+    return {"model.mixer": tuple(MIXERS.names()), "model.pos": tuple(POSITIONS.names()),
+            "model.activation": ACTIVATIONS, "model.softmax": SOFTMAXES, "model.ssm_init": SSM_INITS,
+            "model.feature_map": FEATURE_MAPS, "probes.extra": tuple(PROBES.names())}
+
+
+def text_value(value: Any) -> str:
+    """A default as the command line would spell it."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _field(key: str, row: dict, choices: dict[str, tuple]) -> Field:
+    default = row["default"]
+    if key in choices:
+        kind = "multichoice" if isinstance(default, list) else "choice"
+        return Field(key, kind, default, row["help"], choices[key])
+    if row.get("choices"):
+        return Field(key, "choice", default, row["help"], tuple(row["choices"]))
+    if row["type"] == "bool":
+        return Field(key, "bool", bool(default), row["help"])
+    return Field(key, "text", text_value(default), row["help"])
+
+
+def task_fields(task_name: str) -> list[Field]:
+    """The task's own parameters (from its Params dataclass) and the task options every task has."""
+    from .tasks import TASKS
+
+    rows = describe(TASKS.get(task_name).Params)
+    fields = [_field(f"task.{row['name']}", row, {}) for row in rows]
+    common = [row for row in describe(SECTIONS["task"]) if row["name"] not in ("name", "params")]
+    return fields + [_field(f"task.{row['name']}", row, {}) for row in common]
+
+
+def section_fields(section: str) -> list[Field]:
+    """Every field of a model / train / probes section, with choices from the registries."""
+    choices = _choices()
+    return [_field(f"{section}.{row['name']}", row, choices) for row in describe(SECTIONS[section])]
+
+
+def config_from_form(task_name: str, values: dict[str, Any]) -> RunConfig:
+    """values: dotted key -> widget value. Raises ConfigError with the command line's message."""
+    overrides: dict[str, dict] = {"task": {"name": task_name}}
+    for key, value in values.items():
+        section, _, name = key.partition(".")
+        if isinstance(value, (list, tuple)):
+            value = list(value)
+        elif isinstance(value, str):
+            value = value.strip()
+        overrides.setdefault(section, {})[name] = value
+    return RunConfig.from_dict(overrides)
+
+
+def overrides_text(config: RunConfig, task_name: str) -> str:
+    """The command line that trains the same run, for the user to copy."""
+    defaults = RunConfig.from_dict({"task": {"name": task_name}}).to_dict()
+    parts = []
+    for section, values in config.to_dict().items():
+        for name, value in values.items():
+            if name == "params":
+                for key, param in value.items():
+                    if defaults["task"]["params"].get(key) != param:
+                        parts.append(f"task.{key}={text_value(param)}")
+            elif defaults[section].get(name) != value or (section, name) == ("task", "name"):
+                parts.append(f"{section}.{name}={text_value(value)}")
+    return "workbench train " + " ".join(parts)
