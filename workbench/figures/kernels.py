@@ -1,0 +1,26 @@
+"""Figures of kernel measurements (workbench.kernels.measure): memory against sequence length."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from .style import color, paper_style
+
+MiB = 2 ** 20
+
+
+def memory_vs_length(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Peak tensor memory (MiB, log scale) against T, one line per backend, with the size of one
+    head's T x T score matrix dashed for scale. `table` is entropy_memory's output."""
+    fig = go.Figure()
+    for i, (backend, rows) in enumerate(table.groupby("backend", sort=False)):
+        rows = rows.sort_values("T")
+        fig.add_trace(go.Scatter(x=rows["T"], y=rows.peak_bytes / MiB, mode="lines+markers", name=str(backend),
+                                 line=dict(color=color(i)),
+                                 hovertemplate="T %{x}<br>%{y:.2f} MiB<extra>" + str(backend) + "</extra>"))
+    scale = table.drop_duplicates("T").sort_values("T")
+    fig.add_trace(go.Scatter(x=scale["T"], y=scale.scores_bytes / MiB, mode="lines", name="one T x T map",
+                             line=dict(color="grey", dash="dash"), hoverinfo="skip"))
+    fig.update_xaxes(title="sequence length T", type="log")
+    fig.update_yaxes(title="peak tensor memory (MiB)", type="log")
+    return paper_style(fig, height=320, title=title)
