@@ -43,3 +43,23 @@ def length_curve(model, task, lengths: list[int], n: int, seed: int) -> dict[int
 def length_rows(curve: dict[int, float], step: int) -> list[dict]:
     return [{"step": step, "probe": "exact_match", "layer": -1, "head": -1, "length": L, "value": v}
             for L, v in curve.items()]
+
+
+@torch.no_grad()
+def token_accuracy(model, task, n: int, generator: torch.Generator, length: int | None = None,
+                   chunk: int = 256) -> float:
+    """Fraction of answer tokens (loss-mask positions) predicted right, teacher-forced: for MQAR,
+    the per-query accuracy Zoology reports, where exact match would need every query right."""
+    was_training = model.training
+    model.eval()
+    hits, tokens = 0, 0
+    try:
+        for start in range(0, n, chunk):
+            batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
+            predictions = model(batch.tokens, batch.position_ids).argmax(-1)
+            mask = batch.loss_mask
+            hits += int((predictions[mask] == batch.targets[mask]).sum())
+            tokens += int(mask.sum())
+    finally:
+        model.train(was_training)
+    return hits / max(tokens, 1)

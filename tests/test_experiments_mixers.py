@@ -1,0 +1,81 @@
+"""The sequence-mixer experiments in fast mode (tables, summaries, figures), and every registered
+mixer trained from the command line with no code change."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from workbench.cli import main
+from workbench.experiments import EXPERIMENTS, run_experiment
+from workbench.experiments.mixers import steps_to_reach
+from workbench.models import MIXERS
+from workbench.store import Run, data_root
+
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length")
+
+
+def test_the_mixer_experiments_are_registered():
+    assert set(MIXER_EXPERIMENTS) <= set(EXPERIMENTS)
+
+
+def test_steps_to_reach_is_the_first_evaluation_at_the_threshold():
+    curve = pd.Series([0.1, 0.95, 0.5, 0.99], index=[10, 20, 30, 40])
+    assert steps_to_reach(curve, 0.9) == 20
+    assert math.isinf(steps_to_reach(curve, 0.999))
+
+
+def _check_result(result):
+    assert len(result.table) > 0
+    assert isinstance(result.summary["headline"], str) and result.summary["headline"]
+    assert isinstance(result.summary.get("target_met", result.summary.get("verdict")), (bool, str))
+    assert isinstance(result.figure(), go.Figure)
+
+
+def test_mimetic_recall_fast(data_dir):
+    result = run_experiment("mimetic-recall", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert set(table.init) == {"default", "mimetic"} and set(table.task) == {"copy", "associative_recall"}
+    maps = table[table.metric == "implicit_attention"]
+    assert sorted(maps.step.unique()) == [0, 4]  # a map at init and one after training
+    assert (maps.value >= 0).all() and (maps[maps.key > maps["query"]].value == 0).all()  # causal
+    assert set(result.summary["median_steps_to_threshold"]) == {"copy", "associative_recall"}
+    assert ("NOT" in result.summary["verdict"]) != result.summary["target_met"]  # says so when it is not met
+
+
+def test_mqar_vs_width_fast(data_dir):
+    result = run_experiment("mqar-vs-width", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert set(table.mixer) == {"attention", "mamba", "linear_attention", "h3"}
+    assert table.query_accuracy.between(0, 1).all()
+    assert set(table.pairs) == {2, 4, 8}
+    state = table[table.pairs == 8].set_index("mixer").state_size
+    assert state["attention"] == 2 * 2 * 32 * 32  # the key-value cache of 2 layers grows with the 32 tokens
+    assert (state > 0).all()
+
+
+def test_copy_vs_length_fast(data_dir):
+    result = run_experiment("copy-vs-length", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert result.summary["mamba_state_fixed"]  # the same state at every length
+    attention = table[table.mixer == "attention"].sort_values("length").state_size
+    assert attention.is_monotonic_increasing and attention.nunique() > 1  # the cache grows
+
+
+@pytest.mark.parametrize("mixer", MIXERS.names())
+def test_every_mixer_trains_from_the_command_line(mixer, data_dir, capsys):
+    code = main(["train", f"model.mixer={mixer}", "task.name=copy", "task.max_length=4", "model.d_model=16",
+                 "model.n_heads=2", "model.n_layers=1", "model.d_state=4", "train.steps=3", "train.batch_size=4",
+                 "train.eval_samples=8", "train.warmup=1", "probes.every=2", "--quiet"])
+    assert code == 0
+    run_id = capsys.readouterr().out.strip().splitlines()[-1]
+    run = Run(data_root() / run_id)
+    assert run.status()["status"] == "completed"
+    arrays, _ = run.snapshot(run.snapshot_steps()[-1])
+    pattern = arrays["pattern.0"]
+    assert pattern.dim() == 4 and pattern.shape[-1] == pattern.shape[-2]  # (examples, heads, T, T)

@@ -1,0 +1,75 @@
+"""Figures that compare sequence mixers: learning curves beside implicit attention maps, and
+accuracy against model width in the Zoology manner. Pure functions from tidy tables."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import SEQUENTIAL, color, paper_style
+
+
+def curves_with_maps(curves: pd.DataFrame, maps: dict[str, np.ndarray], y_title: str = "exact match (%)",
+                     title: str | None = None) -> go.Figure:
+    """Left: value vs step, one line per `label` (median over seeds, min-max band where there are
+    several). Right: one small heatmap per entry of `maps` ({"title": (T, T) array}), each scaled
+    to its own maximum, so the shape of a map shows whatever its size.
+
+    curves: columns label, seed, step, value (value in 0..1)."""
+    names = list(maps)
+    columns = max(1, (len(names) + 1) // 2)
+    specs = [[{"rowspan": 2}] + [{}] * columns, [None] + [{}] * columns]
+    fig = make_subplots(rows=2, cols=1 + columns, specs=specs, column_widths=[0.45] + [0.55 / columns] * columns,
+                        subplot_titles=[""] + names[:columns] + names[columns:], horizontal_spacing=0.05,
+                        vertical_spacing=0.12)
+    for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
+        stats = rows.groupby("step")["value"].agg(["median", "min", "max", "count"]).reset_index()
+        if (stats["count"] > 1).any():
+            fig.add_trace(go.Scatter(x=np.concatenate([stats.step, stats.step[::-1]]),
+                                     y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100, fill="toself",
+                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
+                                     showlegend=False, legendgroup=str(label)), row=1, col=1)
+        fig.add_trace(go.Scatter(x=stats.step, y=stats["median"] * 100, mode="lines+markers", name=str(label),
+                                 line=dict(color=color(i)), legendgroup=str(label), marker=dict(size=4),
+                                 hovertemplate="step %{x}<br>%{y:.1f}%<extra>" + str(label) + "</extra>"),
+                      row=1, col=1)
+    fig.update_xaxes(title_text="step", row=1, col=1)
+    fig.update_yaxes(title_text=y_title, range=[-3, 103], row=1, col=1)
+    for k, name in enumerate(names):
+        row, col = 1 + k // columns, 2 + k % columns
+        pattern = np.asarray(maps[name], dtype=float)
+        scale = pattern.max() if pattern.size and pattern.max() > 0 else 1.0
+        fig.add_trace(go.Heatmap(z=pattern / scale, coloraxis="coloraxis",
+                                 hovertemplate=f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight / max %{{z:.3f}}"
+                                               "<extra></extra>"), row=row, col=col)
+        fig.update_yaxes(autorange="reversed", showticklabels=False, row=row, col=col)
+        fig.update_xaxes(showticklabels=False, row=row, col=col)
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                                     colorbar=dict(thickness=8, title=dict(text="/ max", side="right"))),
+                      legend=dict(orientation="h", y=-0.18))
+    fig.update_annotations(font_size=9)
+    return paper_style(fig, width="double", height=380, title=title)
+
+
+def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "query_accuracy",
+                      y_title: str = "accuracy per query (%)", title: str | None = None) -> go.Figure:
+    """One panel per value of `facet` (e.g. key-value pairs): value vs model width, one line per
+    mixer; hover shows the recurrent state size. table: columns mixer, width, state_size, facet,
+    value (several seeds give their median)."""
+    facets = sorted(table[facet].unique())
+    fig = make_subplots(rows=1, cols=len(facets), shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[f"{v} {facet}" for v in facets])
+    for col, level in enumerate(facets, start=1):
+        part = table[table[facet] == level]
+        for i, (mixer, rows) in enumerate(part.groupby("mixer", sort=False)):
+            stats = rows.groupby("width").agg(value=(value, "median"), state=("state_size", "first")).reset_index()
+            fig.add_trace(go.Scatter(x=stats.width, y=stats.value * 100, mode="lines+markers", name=str(mixer),
+                                     legendgroup=str(mixer), showlegend=col == 1, line=dict(color=color(i)),
+                                     customdata=stats.state,
+                                     hovertemplate="width %{x}<br>%{y:.1f}%<br>state %{customdata:,}"
+                                                   "<extra>" + str(mixer) + "</extra>"), row=1, col=col)
+        fig.update_xaxes(title_text="width", type="log", tickvals=sorted(table.width.unique()), row=1, col=col)
+    fig.update_yaxes(title_text=y_title, range=[-3, 103], row=1, col=1)
+    fig.update_annotations(font_size=9)
+    return paper_style(fig, width="double", height=300, title=title)
