@@ -22,7 +22,7 @@ TIMEOUT = 120
 TINY = ["model.d_model=16", "model.n_heads=2", "train.steps=20", "train.batch_size=16", "train.warmup=5",
         "probes.every=10", "train.eval_samples=32", "train.eval_every=10", "train.threads=1"]
 ADDITION = ["task.name=addition", "task.max_digits=3", "task.eval_lengths=2,3,5", "model.n_layers=1",
-            "model.pos=coupling"] + TINY
+            "model.pos=coupling", "probes.extra=memorization"] + TINY
 HYBRID = ["task.name=copy", "task.max_length=4", "task.eval_lengths=2,4,6", "model.layers=attention,mamba",
           "model.pos=rope", "probes.extra=max_logit"] + TINY
 
@@ -130,6 +130,24 @@ def test_dynamics_page_marks_divergence(demo, tiny_demo, data_dir):
     assert '"diverged"' in charts(app)[0].proto.spec  # the marker's label on the loss plot
 
 
+def test_dynamics_page_marks_entropy_collapse(demo, tiny_demo, data_dir):
+    from workbench.events import COLLAPSE_FRACTION, collapse_step
+    from workbench.experiments.inside import COLLAPSE_FRACTION as EXPERIMENT_RULE
+    from workbench.store import Run
+
+    assert COLLAPSE_FRACTION == EXPERIMENT_RULE  # the page and the experiment mark the same step
+    run = Run(data_dir / own_copy(tiny_demo[0], demo["addition"], data_dir))
+    metrics = run.metrics()
+    entropy = (metrics.probe == "entropy") & (metrics["head"] == -1) & (metrics.layer >= 0)
+    first = metrics[entropy].value.iloc[0]
+    metrics.loc[entropy & (metrics.step >= 10), "value"] = first * COLLAPSE_FRACTION / 2
+    run.write_metrics(metrics)
+    assert collapse_step(metrics) == 10
+    app = run_page("Dynamics", selected=[run.run_id])
+    assert "collapsed at step 10" in app.warning[0].value
+    assert '"entropy collapse"' in charts(app)[0].proto.spec
+
+
 def test_length_page_runs_and_experiment(demo, data_dir):
     app = run_page("Length_generalization", selected=list(demo.values()))
     assert len(charts(app)) == 1 and "longest trained" in charts(app)[0].proto.spec
@@ -151,10 +169,16 @@ def save_fake_lengthgen_result(demo) -> None:
                                  list(demo.values()), runtime_s=1.0, fast=True))
 
 
-def test_memorization_page_without_probes_says_so(demo):
-    app = run_page("Memorization")
-    infos = " ".join(info.value for info in app.info)
-    assert "train_exact_match" in infos and "memorization-capacity" in infos
+def test_memorization_page_train_vs_fresh(demo):
+    app = run_page("Memorization", selected=[demo["addition"]])
+    (chart,) = charts(app)
+    assert "training samples" in chart.proto.spec and "fresh samples" in chart.proto.spec
+    assert any("memorization-capacity" in info.value for info in app.info)  # no capacity result yet
+
+
+def test_memorization_page_without_the_probe_says_so(demo):
+    app = run_page("Memorization", selected=[demo["hybrid"]])
+    assert any("probes.extra=memorization" in info.value for info in app.info)
     assert len(charts(app)) == 1  # exact match over training instead
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 TINY_FORM = {"max_digits": "3", "eval_lengths": "2,3,5", "n_layers": "1", "d_model": "16", "steps": "30",
-             "batch_size": "16", "warmup": "5", "eval_samples": "32", "threads": "1"}
+             "batch_size": "16", "warmup": "5", "eval_samples": "32", "threads": "1",
+             "every": "10"}  # probes: a snapshot every 10 steps, so the step slider has choices
 PLOT = ".js-plotly-plot"
 PAGES = {"Runs": PLOT, "Train": "[data-testid='stFormSubmitButton']", "Attention": PLOT, "Dynamics": PLOT,
          "Length generalization": PLOT, "Memorization": PLOT, "Experiments": "[data-testid='stAlert']"}
@@ -40,6 +41,7 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
     screenshot(page, artifacts_dir / "dashboard-0-home-empty.png")
 
     open_page(page, "Train")
+    page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
     for label, value in TINY_FORM.items():
         page.get_by_label(label, exact=True).fill(value)
     page.get_by_role("button", name="Train").click()
@@ -52,6 +54,7 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
 
     open_page(page, "Attention")
     page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=WAIT_MS)
+    page.get_by_text("training step").wait_for(timeout=WAIT_MS)  # snapshots at 0, 10, 20, 30
     wait_until_idle(page)
     with page.expect_download(timeout=WAIT_MS) as download:
         page.get_by_role("button", name="PDF").first.click()

@@ -1,28 +1,32 @@
 """Training events worth marking on a plot over steps: divergence and attention-entropy collapse.
 
 Divergence is what the trainer records (status "diverged" and the step of the first non-finite
-loss). Collapse follows the entropy-collapse issue: the mean attention entropy (over layers and
-heads) falls below a fraction (10%) of its starting value (Zhai et al. 2023, seed 002 #108).
+loss). Collapse is the rule of the `entropy-collapse` experiment, reused here so the dashboard
+and the experiment mark the same step: the mean attention entropy (over layers) falls below 10%
+of its first recorded value (Zhai et al. 2023, seed 002 #108).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-COLLAPSE_FRACTION = 0.1
+COLLAPSE_FRACTION = 0.1  # as in experiments/inside.py; a test checks the two agree
+
+
+def mean_entropy(metrics: pd.DataFrame) -> pd.Series:
+    """step -> attention entropy averaged over layers (the per-layer rows, head -1)."""
+    rows = metrics[(metrics.probe == "entropy") & (metrics.layer >= 0) & (metrics["head"] == -1)
+                   & (metrics.length == -1)]
+    return rows.groupby("step")["value"].mean().sort_index()
 
 
 def collapse_step(metrics: pd.DataFrame, fraction: float = COLLAPSE_FRACTION) -> int | None:
-    """The first step at which mean attention entropy < fraction x its first recorded value."""
-    rows = metrics[(metrics.probe == "entropy") & (metrics.layer >= 0) & (metrics["head"] >= 0)
-                   & (metrics.length == -1)]
-    if rows.empty:
+    """The first step at which mean attention entropy < fraction x its first value (None: never)."""
+    from .experiments.inside import collapse_step as first_collapse  # late: experiments import figures
+
+    entropy = mean_entropy(metrics)
+    if entropy.empty or entropy.iloc[0] <= 0:
         return None
-    mean = rows.groupby("step")["value"].mean().sort_index()
-    start = float(mean.iloc[0])
-    if start <= 0:
-        return None
-    below = mean[mean < fraction * start]
-    return int(below.index[0]) if len(below) else None
+    return first_collapse(entropy, fraction)
 
 
 def training_events(run) -> dict[str, int]:

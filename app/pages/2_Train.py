@@ -72,7 +72,7 @@ task_name = st.selectbox("task", TASKS.names(), key="train_task")
 st.caption(TASKS.get(task_name).description)
 if st.session_state.get("train_command"):
     st.caption("The same run from the command line:")
-    st.code(st.session_state["train_command"], language="bash")
+    st.code(st.session_state["train_command"], language="bash", wrap_lines=True)
 values = {}
 with st.form("train_form"):
     for section in ("task", "model", "train", "probes"):

@@ -15,8 +15,8 @@ st.subheader("Training vs fresh samples")
 if not support.store_is_empty(table):
     run = support.pick_run(table, key="memorization_run")
     if not run_figures.has_memorization(run):
-        st.info(f"Run {run.run_id} recorded no train-vs-fresh accuracy (probes `train_exact_match`, "
-                "`fresh_exact_match`). Train the `memorize` task with `probes.extra=memorization`. "
+        st.info(f"Run {run.run_id} recorded no train-vs-fresh accuracy (the `memorization` "
+                "probe). Train the `memorize` task with `probes.extra=memorization`. "
                 "Its exact match over training is shown instead.")
     try:
         support.figure_view(run_figures.run_memorization(run), "memorization_curve",

@@ -12,14 +12,15 @@ PROBE_TITLES = {"entropy": "attention entropy (nats)", "entropy_normalized": "no
                 "mlp_nonzero_fraction": "fraction of nonzero MLP activations", "loss": "training loss",
                 "eval_loss": "evaluation loss", "exact_match": "exact match", "max_logit": "largest attention logit",
                 "dead_neuron_fraction": "fraction of dead MLP neurons", "grad_norm": "gradient norm",
-                "lr": "learning rate", "train_exact_match": "exact match on training samples",
-                "fresh_exact_match": "exact match on fresh samples"}
+                "lr": "learning rate", "memorization_train_exact_match": "exact match on training samples",
+                "memorization_fresh_exact_match": "exact match on fresh samples"}
 # The order of views on the Dynamics page; probes not named here follow alphabetically.
 PROBE_ORDER = ["loss", "eval_loss", "exact_match", "entropy", "entropy_normalized", "max_logit", "spectral_norm",
                "mlp_nonzero_fraction", "dead_neuron_fraction", "residual_max_abs", "residual_kurtosis",
-               "train_exact_match", "fresh_exact_match", "grad_norm", "lr"]
+               "memorization_train_exact_match", "memorization_fresh_exact_match", "grad_norm", "lr"]
 LOG_PROBES = ("loss", "eval_loss", "grad_norm")
-MEMORIZATION_PROBES = {"train_exact_match": "training samples", "fresh_exact_match": "fresh samples"}
+MEMORIZATION_PROBES = {"memorization_train_exact_match": "training samples",
+                       "memorization_fresh_exact_match": "fresh samples"}
 LABEL_KEYS = ("run", "pos", "mixer", "task", "label")
 
 
