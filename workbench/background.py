@@ -25,7 +25,6 @@ from .errors import ConfigError
 from .store import FINISHED, REPO_ROOT, atomic_write_json, data_root
 
 JOBS_FOLDER = ".jobs"  # a dot folder: the run listing skips it
-KINDS = ("train", "experiment")
 _CHILDREN: dict[int, subprocess.Popen] = {}  # processes this server started, so exits are reaped
 
 
