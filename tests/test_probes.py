@@ -320,7 +320,7 @@ def test_cli_eval_length_entropy_stores_rows_and_show_lists_new_probes(data_dir,
 
 @pytest.mark.slow
 def test_entropy_at_16k_tokens_runs_on_the_cpu():
-    config, task, model = setup("model.pos=rope", "model.n_layers=1", "task.max_length=8200")
+    config, task, model = setup("model.pos=rope", "model.n_layers=1", "task.max_length=8200", "task.max_position=8201")
     rows = entropy_vs_length(model, task, [8100], n=1)
     normalized = [r["value"] for r in rows if r["probe"] == "entropy_normalized"]
     assert all(0.9 < v <= 1.0 + 1e-4 for v in normalized)  # an untrained model attends almost uniformly

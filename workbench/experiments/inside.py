@@ -101,7 +101,11 @@ def collapse_analyze(finished, fast):
     summary = {"runs": runs, "collapse_fraction": COLLAPSE_FRACTION, "baseline_collapsed": broke,
                "sigma_reparam_kept_entropy": held, "sigma_reparam_trains_better": trains,
                "target_met": bool(broke and held and trains),
-               "headline": _collapse_headline(baseline, sigma, broke, held, trains)}
+               "headline": _collapse_headline(baseline, sigma, broke, held, trains),
+               "verdict": "reproduced" if broke and held and trains else
+                          "not reproduced at this scale: " + ", ".join(
+                              k for k, ok in [("baseline did not collapse", broke), ("sigma_reparam collapsed", held),
+                                              ("sigma_reparam did not reach lower loss", trains)] if not ok)}
     return pd.DataFrame(rows), summary
 
 
@@ -173,6 +177,10 @@ def lazy_analyze(finished, fast):
     random = [r for r in runs if r["labels"] == "random"]
     summary = {"runs": runs, "density_falls": falls, "wider_is_sparser": wider_sparser,
                "target_met": bool(falls and wider_sparser),
+               "verdict": "reproduced" if falls and wider_sparser else
+                          "not reproduced at this scale: " + ", ".join(
+                              k for k, ok in [("density did not fall in every run", falls),
+                                              ("density is not lower for every wider MLP", wider_sparser)] if not ok),
                "headline": f"MLP density (nonzero fraction) {densities}"
                            + (f"; random labels {random[0]['first']:.2f} -> {random[0]['last']:.2f}" if random else "")}
     return pd.DataFrame(rows), summary
