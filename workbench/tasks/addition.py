@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..errors import check
-from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
+from .base import BOS, EOS, Batch, Task, Vocab, register_task, split_by_length
 from .common import random_start
 
 DIGITS = [str(d) for d in range(10)]
@@ -110,32 +110,65 @@ class Addition(Task):
         if self.params.ids == "abacus" and train:  # one offset per batch, as McLeish et al. draw it
             high = max(0, self.params.max_position - (int(width.max()) + 1))
             abacus_offset = int(torch.randint(0, high + 1, (1,), generator=generator))
-        groups = [self._fixed_width(w, len_a[idx], len_b[idx], generator, train, abacus_offset)
-                  for w, idx in split_by_length(width)]
-        return concat_padded(groups)
+        # Samples are drawn group by group, narrowest width first: that order fixes the generator's
+        # stream, hence the data of every seed. Only the draws run per group; the digits, the sum
+        # and the layout are then computed for the whole batch at once.
+        groups = split_by_length(width)
+        order = torch.cat([index for _, index in groups])
+        len_a, len_b, width = len_a[order], len_b[order], width[order]
+        widest = groups[-1][0]
+        raw = torch.zeros(2, n, widest, dtype=torch.long)
+        leading = torch.zeros(2, n, dtype=torch.long)
+        start = torch.full((n, 1), abacus_offset)
+        filled = 0
+        for w, index in groups:
+            rows = slice(filled, filled + index.shape[0])
+            for operand in (0, 1):
+                raw[operand, rows, :w] = torch.randint(0, 10, (index.shape[0], w), generator=generator)
+                leading[operand, rows] = torch.randint(1, 10, (index.shape[0],), generator=generator)
+            if self.params.ids != "abacus":
+                start[rows] = random_start(index.shape[0], w + 1, self.params.max_position, generator, train)
+            filled += index.shape[0]
+        a = place_leading_digit(raw[0], len_a, leading[0])
+        b = place_leading_digit(raw[1], len_b, leading[1])
+        operator = torch.zeros(n, 1, dtype=torch.long) if self.params.ids == "abacus" else start
+        return self._layout(width, a, b, add_digits(a, b), start, operator, {"length": width, "len_a": len_a,
+                                                                              "len_b": len_b})
 
-    def _fixed_width(self, n: int, len_a, len_b, generator, train: bool, abacus_offset: int = 0) -> Batch:
-        m = len_a.shape[0]
-        a = random_operands(n, len_a, generator)
-        b = random_operands(n, len_b, generator)
-        total = add_digits(a, b)
-        zero, v = self.vocab["0"], self.vocab
-        column = lambda s: torch.full((m, 1), v[s])  # noqa: E731
-        answer = total if self.params.reverse_answer else total.flip(1)
-        prompt = torch.cat([column(BOS), a.flip(1) + zero, column("+"), b.flip(1) + zero, column("=")], 1)
-        answer_tokens = torch.cat([answer + zero, column(EOS)], 1)
+    def _layout(self, width, a, b, total, start, operator, meta) -> Batch:
+        """`^ a + b = answer $` for every sample, each at its own width, padded on the right.
 
-        significance = torch.arange(n, 0, -1).expand(m, n)  # operands are written most significant first
-        answer_significance = torch.arange(1, n + 2).expand(m, n + 1)
+        Column p of a sample of width w holds: BOS (p = 0), a's digits most significant first
+        (1..w), '+' (w + 1), b's digits (w + 2..2w + 1), '=' (2w + 2), the answer (2w + 3..3w + 3),
+        EOS (3w + 4), then padding. Position ids give each digit start + its significance."""
+        v, n_max = self.vocab, a.shape[1]
+        p = torch.arange(3 * n_max + 5).expand(a.shape[0], -1)
+        w = width[:, None]
+        in_a, in_b = (p >= 1) & (p <= w), (p >= w + 2) & (p <= 2 * w + 1)
+        in_answer = (p >= 2 * w + 3) & (p <= 3 * w + 3)
+        a_index, b_index = (w - p).clamp(0, n_max - 1), (2 * w + 1 - p).clamp(0, n_max - 1)
+        answer_index = (p - (2 * w + 3)).clamp(0, n_max)  # least significant first
         if not self.params.reverse_answer:
-            answer_significance = answer_significance.flip(1)
-        zeros = torch.zeros(m, 1, dtype=torch.long)
-        if self.params.ids == "abacus":
-            start, operator = torch.full((m, 1), abacus_offset), zeros
-        else:
-            start = random_start(m, n + 1, self.params.max_position, generator, train)
-            operator = start
-        prompt_pos = torch.cat([zeros, start + significance, operator, start + significance, operator], 1)
-        answer_pos = torch.cat([start + answer_significance, zeros], 1)
-        meta = {"length": torch.full((m,), n), "len_a": len_a, "len_b": len_b}
-        return assemble(prompt, answer_tokens, prompt_pos, answer_pos, meta)
+            answer_index = (w - answer_index).clamp(0, n_max)
+        digit = torch.where(in_a, a.gather(1, a_index),
+                            torch.where(in_b, b.gather(1, b_index), total.gather(1, answer_index)))
+        is_digit = in_a | in_b | in_answer
+        significance = 1 + torch.where(in_a, a_index, torch.where(in_b, b_index, answer_index))
+        is_operator = (p == w + 1) | (p == 2 * w + 2)
+        sequence = torch.where(is_digit, digit + v["0"], 0)
+        sequence = torch.where(p == 0, v[BOS], torch.where(p == 3 * w + 4, v[EOS], sequence))
+        sequence = torch.where(p == w + 1, v["+"], torch.where(p == 2 * w + 2, v["="], sequence))
+        positions = torch.where(is_digit, start + significance, torch.where(is_operator, operator, 0))
+        inputs = p[:, :-1]
+        real = inputs < 3 * w + 4
+        return Batch(torch.where(real, sequence[:, :-1], 0), sequence[:, 1:], real & (inputs >= 2 * w + 2),
+                     positions[:, :-1], meta)
+
+
+def place_leading_digit(raw: torch.Tensor, lengths: torch.Tensor, leading: torch.Tensor) -> torch.Tensor:
+    """random_operands' digits from its draws, for rows of different widths at once: digits past
+    each operand's length are zero and a multi-digit operand gets a nonzero leading digit."""
+    column = torch.arange(raw.shape[1]).expand_as(raw)
+    digits = torch.where(column < lengths[:, None], raw, 0)
+    top = (lengths - 1).clamp(min=0)[:, None]
+    return torch.where((column == top) & (lengths[:, None] > 1), leading[:, None], digits)
