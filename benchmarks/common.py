@@ -1,0 +1,114 @@
+"""Shared helpers for the benchmarks: thread control, interleaved timing, the machine's matmul peak,
+model-FLOPs utilization and a markdown table printer.
+
+Timing on a shared CPU is noisy, so every comparison is measured in one process, with the
+contestants interleaved (A B A B ...) after a warm-up, and each reported number is the median over
+rounds. Ratios come from the same run; they are printed, never asserted.
+
+Model-FLOPs utilization (MFU), as in Kaplan et al. 2020 (Table 1) and the PaLM paper (App. B):
+
+    training FLOPs per token = 6 * N + 6 * n_layers * T * d_model
+    MFU = tokens/s * FLOPs per token / measured fp32 matmul peak (FLOP/s)
+
+N counts the parameters of the matrix multiplies (attention q/k/v/out, MLP, unembedding, with
+their biases), not embeddings or position tables (lookups, no multiply) nor LayerNorms. The
+second term is the attention scores and the weighted sum of values (2 * T * d multiply-adds per
+token and layer forward, times 3 for forward + backward), counted over the full T x T square as
+those papers do, though a causal kernel may skip half of it. The peak is a large fp32
+torch.matmul on this machine with the same thread count, so MFU says how close a model's step
+comes to what the hardware does on the easiest possible workload.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_THREADS = 1  # one thread per process: steadier on a CPU that other jobs share
+
+
+def set_threads(threads: int) -> int:
+    """Pin torch's intra-op threads (0 keeps torch's default); returns the count in use."""
+    if threads:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def interleaved(contestants: dict[str, Callable[[], float]], rounds: int, warmup: int = 1) -> dict[str, float]:
+    """Median over `rounds` of what each contestant's callable returns (seconds per unit of work).
+
+    Contestants run in turn within a round (A B C, A B C, ...), so a burst of load from another
+    job hits all of them alike. A contestant returning None is skipped (not available)."""
+    for _ in range(warmup):
+        for fn in contestants.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in contestants}
+    for _ in range(rounds):
+        for name, fn in contestants.items():
+            value = fn()
+            if value is not None:
+                samples[name].append(value)
+    return {name: statistics.median(values) for name, values in samples.items() if values}
+
+
+def seconds_per_call(fn: Callable[[], object], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def matmul_peak(threads: int, size: int = 1024, repeats: int = 5) -> float:
+    """The machine's fp32 matmul rate in FLOP/s: the best of `repeats` timings of a size^3 matmul
+    (best, not median: the peak is what the hardware can do when nothing else interferes)."""
+    set_threads(threads)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(size, size, generator=g), torch.randn(size, size, generator=g)
+    torch.matmul(a, b)  # warm-up
+    best = min(seconds_per_call(lambda: torch.matmul(a, b), 3) for _ in range(repeats))
+    return 2 * size ** 3 / best
+
+
+def matmul_parameters(model: torch.nn.Module) -> int:
+    """N for the MFU formula: weights and biases of every nn.Linear (embeddings and norms excluded)."""
+    return sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Linear) for p in m.parameters())
+
+
+def training_flops_per_token(n_matmul_params: int, n_layers: int, T: int, d_model: int) -> float:
+    return 6 * n_matmul_params + 6 * n_layers * T * d_model
+
+
+def mfu(tokens_per_s: float, flops_per_token: float, peak: float) -> float:
+    return tokens_per_s * flops_per_token / peak
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A markdown table; floats keep what the caller formatted."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """a / b as '1.23x', or 'n/a' when either side is missing."""
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def transformer_lens():
+    """The transformer_lens module, or None when the optional `bench` extra is not installed."""
+    try:
+        import transformer_lens  # noqa: F401
+    except ImportError:
+        return None
+    return transformer_lens
+
+
+TL_MISSING = "n/a (transformer-lens not installed: pip install -e '.[bench]')"

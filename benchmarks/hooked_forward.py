@@ -1,0 +1,86 @@
+"""A forward that returns every attention pattern and MLP activation: workbench vs TransformerLens.
+
+Both models have the shape of benchmarks/throughput.py (learned absolute positions, ReLU MLP,
+pre-LN) and run in eval mode under torch.no_grad on the same random tokens. The workbench calls
+`model.run_with_cache(tokens, names=...)` and TransformerLens `run_with_cache(tokens,
+names_filter=...)`, both keeping only `hook_pattern` (the (B, H, T, T) softmax) and `hook_post`
+(the MLP activation) of every layer. A plain forward of each is timed beside them, so the table
+shows what listening costs in each library.
+
+    .venv/bin/python benchmarks/hooked_forward.py [--threads 1] [--rounds 5]
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved, ratio, seconds_per_call, set_threads, table,
+                    transformer_lens)
+from throughput import SHAPES, Shape, random_batch, transformer_lens_model
+
+WANTED = ("hook_pattern", "hook_post")
+
+
+def listens(name: str) -> bool:
+    return name.endswith(WANTED)
+
+
+def workbench_model(shape: Shape):
+    from workbench.config import RunConfig
+    from workbench.models import build_model
+
+    config = RunConfig.load(None, shape.overrides(0, 1))
+    return build_model(config.model, 15, seed=0).eval()
+
+
+def contestants(shape: Shape, calls: int) -> dict:
+    tokens, _ = random_batch(shape)
+    model = workbench_model(shape)
+    found = {"workbench forward": lambda: seconds_per_call(lambda: model(tokens), calls),
+             "workbench run_with_cache": lambda: seconds_per_call(
+                 lambda: model.run_with_cache(tokens, names=listens), calls)}
+    _, cache = model.run_with_cache(tokens, names=listens)
+    assert len(cache) == 2 * shape.n_layers, sorted(cache)
+    if transformer_lens() is not None:
+        lens = transformer_lens_model(shape).eval()
+        found["TransformerLens forward"] = lambda: seconds_per_call(lambda: lens(tokens), calls)
+        found["TransformerLens run_with_cache"] = lambda: seconds_per_call(
+            lambda: lens.run_with_cache(tokens, names_filter=listens), calls)
+        _, cache = lens.run_with_cache(tokens, names_filter=listens)
+        assert len(cache) == 2 * shape.n_layers, list(cache.keys())
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=10, help="forwards per timing")
+    parser.add_argument("--shapes", default="a,b")
+    args = parser.parse_args()
+    threads = set_threads(args.threads)
+    print(f"## Hooked forward\n\nEval mode, no grad, every layer's attention pattern and MLP activation cached; "
+          f"{threads} thread(s), median of {args.rounds} interleaved rounds of {args.calls} forwards.")
+    for name in args.shapes.split(","):
+        shape = SHAPES[name]
+        with torch.no_grad():
+            seconds = interleaved(contestants(shape, args.calls), args.rounds)
+        tl = seconds.get("TransformerLens run_with_cache")
+        rows = []
+        for contestant in ("workbench forward", "workbench run_with_cache", "TransformerLens forward",
+                           "TransformerLens run_with_cache"):
+            if contestant not in seconds:
+                rows.append([contestant, TL_MISSING, "", ""])
+                continue
+            own_forward = seconds[contestant.split()[0] + " forward"]
+            rows.append([contestant, f"{seconds[contestant] * 1e3:.2f}", ratio(seconds[contestant], own_forward),
+                         ratio(tl, seconds[contestant]) if contestant.endswith("run_with_cache") else ""])
+        print(f"\nShape {name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
+              f"T={shape.T}, batch {shape.batch}\n")
+        print(table(["call", "ms / forward", "cost vs own plain forward", "speed-up vs TransformerLens cache"], rows),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Training throughput (tokens/s) and model-FLOPs utilization: workbench vs plain PyTorch vs
+TransformerLens, at two shapes.
+
+Contestants, all at the same shape (layers, d_model, heads, d_mlp = 4 d, T, batch, vocab 15):
+  plain decoder         benchmarks/plain_decoder.py on random tokens
+  workbench model step  build_model + train.py's loss, AdamW and clipping, on random tokens
+  TransformerLens       HookedTransformer from a config, same loss/optimizer, random tokens
+  workbench train()     the real loop on 10-digit (shape a) / 20-digit (shape b) addition,
+                        probes off, then with the default probes (every 100 steps): data
+                        generation, logging, status writes, probes and snapshots included
+
+T is the input length addition produces: 3 * digits + 4 (34 for 10 digits, 64 for 20); every
+contestant uses that T. Positions are learned absolute ones with a table of T rows everywhere.
+The train() rows time the loop from its first step to its last (set-up and the final evaluation
+excluded) through a subclass of the loop that only adds two timestamps.
+
+    .venv/bin/python benchmarks/throughput.py [--threads 1] [--rounds 3] [--shapes a,b]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved, matmul_parameters, matmul_peak, mfu, ratio,
+                    seconds_per_call, set_threads, table, training_flops_per_token, transformer_lens)
+from plain_decoder import PlainDecoder, make_optimizer, training_step
+
+VOCAB = 15  # addition: PAD BOS EOS, ten digits, + and =
+
+
+@dataclass
+class Shape:
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    batch: int
+    digits: int  # addition operand length giving T
+
+    @property
+    def T(self) -> int:
+        return 3 * self.digits + 4
+
+    @property
+    def d_mlp(self) -> int:
+        return 4 * self.d_model
+
+    def overrides(self, probes_every: int, steps: int) -> list[str]:
+        return ["task.name=addition", f"task.max_digits={self.digits}", "model.pos=learned",
+                f"model.n_layers={self.n_layers}", f"model.d_model={self.d_model}", f"model.n_heads={self.n_heads}",
+                f"model.max_positions={self.T}", f"train.batch_size={self.batch}", f"train.steps={steps}",
+                "train.eval_every=0", "train.checkpoint_every=0", "train.eval_samples=64",
+                f"probes.every={probes_every}"]
+
+
+SHAPES = {"a": Shape("a", 1, 64, 2, 256, 10), "b": Shape("b", 2, 128, 4, 64, 20)}
+
+
+def random_batch(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    sequence = torch.randint(0, VOCAB, (shape.batch, shape.T + 1), generator=g)
+    return sequence[:, :-1], sequence[:, 1:]
+
+
+# --- contestants: each returns seconds per training step ------------------------------------------
+def plain_contestant(shape: Shape, steps: int):
+    torch.manual_seed(0)
+    model = PlainDecoder(VOCAB, shape.n_layers, shape.d_model, shape.n_heads, shape.d_mlp, shape.T)
+    optimizer = make_optimizer(model)
+    tokens, targets = random_batch(shape)
+    return model, lambda: seconds_per_call(lambda: training_step(model, optimizer, tokens, targets), steps)
+
+
+def workbench_step_contestant(shape: Shape, steps: int):
+    """train.py's step without its loop: the model and optimizer cost, nothing around them."""
+    from workbench.config import RunConfig
+    from workbench.tasks import build_task
+    from workbench.train import build_state, learning_rate
+
+    config = RunConfig.load(None, shape.overrides(0, 1000))
+    state = build_state(config, build_task(config.task.name, config.task.params))
+    model, optimizer = state.model, state.optimizer
+    tokens, targets = random_batch(shape)
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+
+    def step():
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(config, 500)
+        logits = model(tokens)
+        loss = F.cross_entropy(logits[mask], targets[mask])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
+        optimizer.step()
+        loss.item()
+
+    return model, lambda: seconds_per_call(step, steps)
+
+
+def transformer_lens_model(shape: Shape):
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    config = HookedTransformerConfig(n_layers=shape.n_layers, d_model=shape.d_model, n_heads=shape.n_heads,
+                                     d_head=shape.d_model // shape.n_heads, d_mlp=shape.d_mlp, n_ctx=shape.T,
+                                     d_vocab=VOCAB, act_fn="relu", normalization_type="LN",
+                                     positional_embedding_type="standard", seed=0, device="cpu")
+    return HookedTransformer(config)
+
+
+def transformer_lens_contestant(shape: Shape, steps: int):
+    model = transformer_lens_model(shape)
+    optimizer = make_optimizer(model)
+    tokens, targets = random_batch(shape)
+    return model, lambda: seconds_per_call(lambda: training_step(model, optimizer, tokens, targets), steps)
+
+
+def train_loop_contestant(shape: Shape, probes_every: int, steps: int):
+    """Seconds per step of workbench.train's own loop, in a fresh store each time."""
+    import workbench.train as train_module
+    from workbench.config import RunConfig
+
+    config = RunConfig.load(None, shape.overrides(probes_every, steps))
+    timing = {}
+
+    class TimedLoop(train_module._Loop):
+        def run(self):
+            timing["start"] = time.perf_counter()
+            return super().run()
+
+        def finish(self):
+            timing["end"] = time.perf_counter()
+            return super().finish()
+
+    def measure() -> float:
+        original = train_module._Loop
+        train_module._Loop = TimedLoop
+        try:
+            with tempfile.TemporaryDirectory() as root:
+                train_module.train(config, progress=False, root=root)
+        finally:
+            train_module._Loop = original
+        return (timing["end"] - timing["start"]) / steps
+
+    return measure
+
+
+# --- the table ------------------------------------------------------------------------------------
+def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loop_steps: int, peak: float):
+    plain_model, plain = plain_contestant(shape, model_steps)
+    _, workbench_step = workbench_step_contestant(shape, model_steps)
+    contestants = {"plain": plain, "workbench step": workbench_step,
+                   "workbench train(), probes off": train_loop_contestant(shape, 0, loop_steps),
+                   "workbench train(), probes every 100": train_loop_contestant(shape, 100, loop_steps)}
+    if transformer_lens() is not None:
+        contestants["TransformerLens"] = transformer_lens_contestant(shape, model_steps)[1]
+    seconds = interleaved(contestants, rounds)
+    tokens = shape.batch * shape.T
+    flops = training_flops_per_token(matmul_parameters(plain_model), shape.n_layers, shape.T, shape.d_model)
+    rate = {name: tokens / s for name, s in seconds.items()}
+    rows = []
+    order = ["plain", "TransformerLens", "workbench step", "workbench train(), probes off",
+             "workbench train(), probes every 100"]
+    for name in order:
+        if name not in rate:
+            rows.append([name, TL_MISSING, "", "", "", ""])
+            continue
+        rows.append([name, f"{seconds[name] * 1e3:.1f}", f"{rate[name]:,.0f}",
+                     f"{100 * mfu(rate[name], flops, peak):.1f}%", ratio(rate[name], rate["plain"]),
+                     ratio(rate[name], rate.get("TransformerLens"))])
+    header = (f"Shape {shape.name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
+              f"d_mlp={shape.d_mlp}, T={shape.T}, batch {shape.batch}, vocab {VOCAB}; {threads} thread(s); "
+              f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds")
+    return header, table(["contestant", "ms / step", "tokens / s", "MFU", "vs plain", "vs TransformerLens"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shapes", default="a,b")
+    parser.add_argument("--model-steps", type=int, default=20, help="steps per timing of the model-only contestants")
+    parser.add_argument("--loop-steps", type=int, default=100, help="steps per train() run (one probe per 100)")
+    args = parser.parse_args()
+    threads = set_threads(args.threads)
+    peak = matmul_peak(threads)
+    print(f"## Training throughput\n\nMeasured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s on {threads} thread(s) "
+          f"(torch {torch.__version__}). MFU = tokens/s x (6 N + 6 L T d) / peak, N = parameters of the "
+          "matrix multiplies (benchmarks/common.py).")
+    if transformer_lens() is None:
+        print(f"TransformerLens rows: {TL_MISSING}.")
+    for name in args.shapes.split(","):
+        header, text = measure_shape(SHAPES[name], threads, args.rounds, args.model_steps, args.loop_steps, peak)
+        print(f"\n{header}\n\n{text}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
