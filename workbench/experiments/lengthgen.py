@@ -41,11 +41,18 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
             reached = float(medians.loc[check_length, target_pos])
             summary[f"{target_pos}_at_{check_length}"] = reached
             summary["target_met"] = bool(reached >= target)
+        parts = [f"{target_pos} {summary[f'{target_pos}_at_{check_length}']:.0%} at length {check_length}"
+                 if f"{target_pos}_at_{check_length}" in summary else ""]
         for name in baselines:
             if name in medians:
                 beyond = medians[name][medians.index > baseline_beyond]
-                summary[f"{name}_max_beyond_{baseline_beyond}"] = float(beyond.max()) if len(beyond) else None
-                summary[f"{name}_below_{baseline_max}"] = bool(len(beyond) == 0 or beyond.max() <= baseline_max)
+                best = float(beyond.max()) if len(beyond) else None
+                summary[f"{name}_max_beyond_{baseline_beyond}"] = best
+                summary[f"{name}_below_{baseline_max}"] = bool(best is None or best <= baseline_max)
+                if best is not None:
+                    parts.append(f"{name} at most {best:.0%} beyond {baseline_beyond}")
+        seeds = table.groupby("pos")["seed"].nunique().min()
+        summary["headline"] = "; ".join(p for p in parts if p) + f" (median of {seeds} seed{'s' if seeds > 1 else ''})"
         return table, summary
 
     return analyze

@@ -1,0 +1,38 @@
+"""Length-generalization experiments run end to end in fast mode: cached runs, table, figure, report."""
+import pytest
+
+from workbench.cli import main
+from workbench.experiments import EXPERIMENTS, load_result, run_experiment, write_report
+
+
+def test_every_lengthgen_recipe_builds_valid_configs():
+    names = [n for n in EXPERIMENTS if n.startswith("lengthgen-")]
+    assert {"lengthgen-addition", "lengthgen-copy", "lengthgen-reverse", "lengthgen-sort",
+            "lengthgen-multi-operand-addition", "lengthgen-multiplication"} <= set(names)
+    for name in names:
+        for fast in (True, False):
+            variants = EXPERIMENTS[name].variants(fast)
+            assert variants and all(v.config.task.eval_lengths for v in variants)
+        full = EXPERIMENTS[name].variants(False)
+        assert len({v.labels["seed"] for v in full}) >= 2, "full runs carry seed bands"
+
+
+def test_lengthgen_addition_fast_runs_caches_and_reports(data_dir, tmp_path, capsys):
+    result = run_experiment("lengthgen-addition", fast=True, progress=False)
+    assert set(result.table.pos) == {"coupling", "learned"}
+    assert set(result.table.length) == {5, 10, 12, 15, 20, 25, 30}
+    assert result.table.exact_match.between(0, 1).all()
+    assert "headline" in result.summary and "target_met" in result.summary
+    figure = result.figure()
+    assert any(shape.x0 == 10 for shape in figure.layout.shapes), "training length is marked"
+    cached = load_result("lengthgen-addition", fast=True)
+    assert cached.run_ids == result.run_ids
+    again = run_experiment("lengthgen-addition", fast=True, progress=False)  # every run comes from the store
+    assert again.run_ids == result.run_ids and again.table.equals(result.table)
+    report = write_report(tmp_path / "REPRODUCTIONS.md").read_text()
+    assert "lengthgen-addition" in report and "fast mode" in report and "seed 000 #3" in report
+
+
+def test_unknown_experiment_is_a_clear_error(capsys):
+    assert main(["experiment", "run", "lengthgen-additon"]) == 2
+    assert "lengthgen-addition" in capsys.readouterr().err
