@@ -224,7 +224,7 @@ def cmd_experiment(args) -> int:
 
     if args.experiment_command == "list":
         for name, recipe in experiments.EXPERIMENTS.items():
-            print(f"{name:24s} {recipe.description}")
+            print(f"{name:34s} {recipe.description}")
         return 0
     if args.experiment_command == "run":
         result = experiments.run_experiment(args.name, fast=args.fast)
