@@ -75,7 +75,9 @@ class TrainConfig:
     eval_every: int = 500
     eval_samples: int = 512
     checkpoint_every: int = 500
-    threads: int = 0  # torch threads; 0 keeps torch's default
+    # torch threads. Small models gain little from more, and a second busy thread (the dashboard,
+    # a notebook, another run) makes them thrash; 0 keeps torch's default.
+    threads: int = 1
 
 
 @dataclass
