@@ -113,12 +113,16 @@ def test_map_heads(mixer, heads):
 
 def test_every_probe_runs_on_every_mixer():
     from workbench.probes import PROBES, run_probes
+    from workbench.probes.registry import ProbeContext
     from workbench.tasks import Batch
 
     tokens = random_tokens(4, T, seed=2)
     batch = Batch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool))
+    config = RunConfig.load(None, ["task.name=copy", "task.alphabet=8"])  # a vocabulary of VOCAB symbols
+    context = ProbeContext(build_task("copy", config.task.params), config)  # the memorization probe replays training data
+    assert len(context.task.vocab) == VOCAB
     for mixer in ALL_MIXERS:
-        result = run_probes(tiny_model(mixer), batch, PROBES.names(), snapshot_examples=1)
+        result = run_probes(tiny_model(mixer), batch, PROBES.names(), snapshot_examples=1, context=context)
         assert all(math.isfinite(r["value"]) for r in result.rows), mixer
         assert {f"pattern.{i}" for i in range(2)} <= set(result.arrays), mixer
 

@@ -10,13 +10,13 @@ from .train import train
 
 COMMON = ["task.name=addition", "task.max_digits=10", "task.eval_lengths=5,10,15,20,25,30",
           "model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch_size=128",
-          "train.lr=3e-3", "probes.every=250", "probes.snapshot_examples=1", "train.eval_samples=256"]
+          "train.lr=3e-3", "train.threads=1", "probes.every=250", "probes.snapshot_examples=1", "train.eval_samples=256"]
 
 DEMO_RUNS = {
     "addition, position coupling": COMMON + ["model.pos=coupling", "train.steps=2000"],
     "addition, learned absolute positions": COMMON + ["model.pos=learned", "train.steps=2000"],
     "copy, rope": ["task.name=copy", "task.eval_lengths=5,10,15,20", "model.pos=rope", "model.n_layers=2",
-                   "model.d_model=64", "model.n_heads=2", "train.steps=600", "train.lr=3e-3",
+                   "model.d_model=64", "model.n_heads=2", "train.steps=600", "train.lr=3e-3", "train.threads=1",
                    "probes.every=100", "train.eval_samples=256"],
 }
 
