@@ -1,39 +1,44 @@
 """The shipped demo runs: small, real runs in data/demo/ so the dashboard shows content on its
-first start, before anyone trains anything. `workbench demo build` remakes them (a few minutes)."""
+first start, before anyone trains anything. `workbench demo build` remakes them (a few minutes);
+a run already in the user's store with the same config is copied instead of retrained."""
 from __future__ import annotations
 
 import shutil
 
 from .config import RunConfig
-from .store import demo_root
+from .experiments import get_experiment
+from .store import FINISHED, Run, demo_root, run_path
 from .train import train
 
-COMMON = ["task.name=addition", "task.max_digits=10", "task.eval_lengths=5,10,15,20,25,30",
-          "model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch_size=128",
-          "train.lr=3e-3", "train.threads=1", "probes.every=250", "probes.snapshot_examples=1", "train.eval_samples=256"]
-
-DEMO_RUNS = {
-    "addition, position coupling": COMMON + ["model.pos=coupling", "train.steps=2000"],
-    "addition, learned absolute positions": COMMON + ["model.pos=learned", "train.steps=2000"],
-    "copy, rope": ["task.name=copy", "task.eval_lengths=5,10,15,20", "model.pos=rope", "model.n_layers=2",
-                   "model.d_model=64", "model.n_heads=2", "train.steps=600", "train.lr=3e-3", "train.threads=1",
-                   "probes.every=100", "train.eval_samples=256"],
-}
+COPY_WITH_ROPE = ["task.name=copy", "task.eval_lengths=5,10,15,20", "model.pos=rope", "model.n_layers=2",
+                  "model.d_model=64", "model.n_heads=2", "train.steps=600", "train.lr=3e-3",
+                  "probes.every=100", "train.eval_samples=256"]
 
 
 def demo_configs() -> dict[str, RunConfig]:
-    return {label: RunConfig.load(None, overrides) for label, overrides in DEMO_RUNS.items()}
+    """Seed 0 of the addition study (coupling vs learned positions), and a 2-layer copy model."""
+    variants = get_experiment("lengthgen-addition").variants(False)
+    configs = {f"addition, {v.labels['pos']} positions": v.config for v in variants
+               if v.labels["seed"] == 0 and v.labels["pos"] in ("coupling", "learned")}
+    configs["copy, rope"] = RunConfig.load(None, COPY_WITH_ROPE)
+    return configs
 
 
 def build_demo(progress: bool = True) -> list[str]:
-    """Train the demo runs into data/demo/ (replacing what was there); return their ids."""
+    """Train (or copy from the store) the demo runs into data/demo/, replacing what was there."""
     root = demo_root()
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     ids = []
     for label, config in demo_configs().items():
-        run = train(config, progress=progress, label=f"demo: {label}", root=root)
+        stored = Run(run_path(config.run_id))
+        if stored.status().get("status") in FINISHED:
+            shutil.copytree(stored.path, root / config.run_id)
+            run = Run(root / config.run_id)
+        else:
+            run = train(config, progress=progress, root=root)
+        run.write_status(label=f"demo: {label}")
         (run.path / "checkpoint.safetensors").unlink(missing_ok=True)
         ids.append(run.run_id)
     return ids
