@@ -71,3 +71,14 @@ def test_memory_figure_has_a_line_per_backend_and_the_scale_line():
     figure = memory_vs_length(entropy_memory([64, 128], heads=1, head_dim=4))
     assert [trace.name for trace in figure.data] == ["reference", "chunked", "one T x T map"]
     assert figure.layout.yaxis.type == "log"
+
+
+def test_entropy_by_length_draws_one_line_per_layer_from_layer_means():
+    from workbench.figures.kernels import entropy_by_length
+
+    rows = [{"probe": "entropy", "layer": layer, "head": head, "length": length, "value": 0.1 * length, "step": 1}
+            for layer in (0, 1) for head in (-1, 0) for length in (5, 10)]
+    rows.append({"probe": "entropy_normalized", "layer": 0, "head": -1, "length": 5, "value": 0.5, "step": 1})
+    figure = entropy_by_length(rows)
+    assert [trace.name for trace in figure.data] == ["layer 0", "layer 1"]
+    assert list(figure.data[0].y) == [0.5, 1.0]
