@@ -83,3 +83,12 @@ class MaxLogit(Probe):
             rows += [row("max_logit", v, layer, h) for h, v in enumerate(per_head.tolist())]
             rows.append(row("max_logit", per_head.max(), layer))  # the layer's largest, for summaries
         return ProbeResult(rows)
+
+
+def entropy_at_logit_scale(scales: list[float], keys: int = 16, n: int = 512, seed: int = 0) -> dict[float, float]:
+    """Mean entropy (nats) of softmax(scale * z) over n rows of `keys` standard-normal logits z, per scale.
+
+    What a growing spectral norm of W_Q^T W_K does to a head: it multiplies every logit, and the
+    entropy falls from log(keys) (uniform) towards 0 (one-hot). Used by the entropy-collapse notebook."""
+    logits = torch.randn(n, keys, generator=torch.Generator().manual_seed(seed))
+    return {scale: float(row_entropy(torch.softmax(scale * logits, dim=-1).unsqueeze(0)).mean()) for scale in scales}
