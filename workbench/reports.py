@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -52,8 +53,24 @@ def run_summary(run: Run) -> dict:
     }
 
 
-def eval_lengths(run_id: str, lengths: list[int], n: int = 512) -> dict[int, float]:
-    """Exact match per test length for a finished run; stored as metrics unless the run is a demo."""
+@dataclass
+class FinishedRun:
+    """A stored run loaded for evaluation: the model in eval mode, its task and config, the step."""
+
+    run: Run
+    model: object
+    task: object
+    config: object
+    step: int
+
+    def store(self, rows: list[dict]) -> None:
+        """Append metric rows, unless the run is a read-only demo run."""
+        if not self.run.read_only:
+            self.run.append_metrics(rows)
+
+
+def load_for_evaluation(run_id: str, lengths: list[int], n: int) -> FinishedRun:
+    """Check the evaluation request (named like the CLI flags), then load the run."""
     from .errors import check
 
     check(n >= 1, "--n", n, "expected at least 1 sample per length")
@@ -62,10 +79,14 @@ def eval_lengths(run_id: str, lengths: list[int], n: int = 512) -> dict[int, flo
     run = open_run(run_id)
     model, task = run.load_model()
     config = run.config()
-    curve = length_curve(model, task, lengths, n, config.train.seed)
-    if not run.read_only:
-        step = int(run.status().get("step", config.train.steps))
-        run.append_metrics(length_rows(curve, step))
+    return FinishedRun(run, model, task, config, int(run.status().get("step", config.train.steps)))
+
+
+def eval_lengths(run_id: str, lengths: list[int], n: int = 512) -> dict[int, float]:
+    """Exact match per test length for a finished run; stored as metrics unless the run is a demo."""
+    finished = load_for_evaluation(run_id, lengths, n)
+    curve = length_curve(finished.model, finished.task, lengths, n, finished.config.train.seed)
+    finished.store(length_rows(curve, finished.step))
     return curve
 
 

@@ -69,17 +69,9 @@ def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0
 
 def run_entropy_vs_length(run_id: str, lengths: list[int], n: int = 8) -> list[dict]:
     """Entropy vs length for a stored run; rows are appended to its metrics unless it is a demo."""
-    from ..errors import check
-    from ..store import open_run
+    from ..reports import load_for_evaluation
 
-    check(n >= 1, "--n", n, "expected at least 1 sample per length")
-    for length in lengths:
-        check(length >= 1, "--lengths", length, "expected lengths >= 1")
-    run = open_run(run_id)
-    model, task = run.load_model()
-    config = run.config()
-    step = int(run.status().get("step", config.train.steps))
-    rows = entropy_vs_length(model, task, lengths, n, config.train.seed, step)
-    if not run.read_only:
-        run.append_metrics(rows)
+    finished = load_for_evaluation(run_id, lengths, n)
+    rows = entropy_vs_length(finished.model, finished.task, lengths, n, finished.config.train.seed, finished.step)
+    finished.store(rows)
     return rows
