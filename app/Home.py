@@ -10,6 +10,8 @@ st.title("workbench")
 st.caption("Train small sequence models on synthetic tasks and see inside them.")
 
 table = runs_table()
+if not table.empty:  # the best run first, so the page opens on something worth looking at
+    table = table.sort_values(["exact_match", "run_id"], ascending=[False, True], na_position="last")
 if table.empty:
     st.info("The run store is empty. Train a run from the command line "
             "(`workbench train task.name=addition model.pos=coupling`) or rebuild the demo runs "
