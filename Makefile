@@ -44,7 +44,7 @@ app: $(VENV)/.installed
 # Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
 PYTEST_ARGS ?=
 test: $(VENV)/.installed
-	rm -rf $(ARTIFACTS)/test-store $(ARTIFACTS)/experiments
+	rm -rf $(ARTIFACTS)/test-store
 	mkdir -p $(ARTIFACTS)/test-store
 	WORKBENCH_FAST=1 WORKBENCH_DATA=$(CURDIR)/$(ARTIFACTS)/test-store MPLBACKEND=Agg \
 	TRITON_INTERPRET=$$($(BIN)/python -c "import torch; print(0 if torch.cuda.is_available() else 1)") \

@@ -2,7 +2,7 @@
 a summary and a figure.
 
 Runs are cached by the run store (an identical config is never retrained), and the analysed
-result is cached under <store>/../experiments/<name>/ so the report and the dashboard can read it
+result is cached under <store>/.experiments/<name>/ (a dot-folder the run listing skips) so the report and the dashboard can read it
 without touching the models. `fast=True` is the smaller budget the tests and notebooks use;
 it runs the same code path.
 """
@@ -72,7 +72,7 @@ def get_experiment(name: str) -> Experiment:
 
 
 def results_root() -> Path:
-    return data_root().parent / "experiments"
+    return data_root() / ".experiments"
 
 
 def result_folder(name: str, fast: bool) -> Path:
