@@ -82,7 +82,9 @@ MIMETIC_TASKS = {
 }
 MIMETIC_MODEL = ["model.n_layers=2", "model.d_model=32", "model.d_state=16", "train.batch_size=64",
                  "train.lr=3e-3", "train.warmup=50"]
-MIMETIC_STEPS, MIMETIC_SEEDS = 800, (0, 1)
+# Budget from pilots: at 800 steps the reference init was at ~58% on associative recall, at 2000
+# steps both inits have room to reach 90%; an evaluation every 100 steps resolves the crossing.
+MIMETIC_STEPS, MIMETIC_SEEDS = 2000, (0, 1)
 REACH = 0.9
 
 
@@ -170,9 +172,9 @@ def mimetic_figure(result: ExperimentResult):
 
 register_experiment(Experiment(
     name="mimetic-recall",
-    description="2-layer Mamba (d_model 32, d_state 16), reference vs mimetic init, on copy (4-8 symbols) and "
-                "associative recall (2-6 pairs): exact match vs step (2 seeds) and the last layer's implicit "
-                "attention at init and after training.",
+    description="2-layer Mamba (d_model 32, d_state 16), reference vs mimetic init, 2000 steps (batch 64, lr "
+                "3e-3), on copy (4-8 symbols) and associative recall (2-6 pairs): exact match vs step (2 seeds) "
+                "and the last layer's implicit attention at init and after training.",
     claim="Mamba learns to recall more easily when initialized to mimic linear attention",
     source="seed 000 #2 (Trockman et al. 2024, arXiv 2410.11135); RECIPES.md §1a", paper_number=
     "copy char-accuracy ~0.9 (mimetic) vs ~0.06 (baseline) after 5000 steps (figure)",
@@ -181,14 +183,23 @@ register_experiment(Experiment(
 
 
 # --- mqar-vs-width (seeds 002 #2, #100, 004 #73; Zoology) ----------------------------------------
-MQAR_TASK = ["task.name=mqar", "task.seq_len=32", "task.min_pairs=2", "task.max_pairs=8", "task.n_keys=16",
+# The recipe, from CPU pilots of attention at width 64 (1.5k-5k steps each, batch 64): seq_len 0
+# packs the query region tight (L slots for L pairs, 4L tokens), so a quarter of all tokens carry
+# a loss, against ~15% with 32 tokens of padding slots; 4 heads and lr 3e-3 did as well as or
+# better than 2 heads, lr 1e-3 or 1e-2, weight decay, learned/T5-bias positions or 2x the steps.
+# None of them formed the induction circuit within a CPU budget (layer 1 grows no previous-token
+# head): attention stays at ~85% / 60% / 43% per query at 2 / 4 / 8 pairs. Zoology trains ~25k
+# steps of batch 256 on 100k examples; that is out of reach here, so the target is reported unmet.
+MQAR_TASK = ["task.name=mqar", "task.seq_len=0", "task.min_pairs=2", "task.max_pairs=8", "task.n_keys=16",
              "task.n_values=16"]
 MQAR_PAIRS = (2, 4, 8)
-MQAR_WIDTHS, MQAR_FAST_WIDTHS = (32, 64, 128), (32,)
+# Grid cut for a 2-core CPU: widths 64 and 128 (the target width and one above it), one seed; the
+# issue's width 32 is left out. The per-run budget is the same for every mixer.
+MQAR_WIDTHS, MQAR_FAST_WIDTHS = (64, 128), (32,)
 MQAR_MIXERS = ("attention", "mamba", "linear_attention", "h3")
-MQAR_TRAIN = ["model.n_layers=2", "model.n_heads=2", "model.d_state=16", "train.batch_size=64", "train.lr=3e-3",
-              "probes.every=0"]
-MQAR_STEPS = 800
+MQAR_TRAIN = ["model.n_layers=2", "model.n_heads=4", "model.d_state=16", "train.batch_size=64", "train.lr=3e-3",
+              "train.warmup=100", "probes.every=0"]
+MQAR_STEPS = 3000
 MQAR_EVAL_SAMPLES, MQAR_FAST_EVAL_SAMPLES = 512, 32
 TARGET_WIDTH, TARGET_ACCURACY = 64, 0.99
 
@@ -233,6 +244,10 @@ def _mqar_summary(table: pd.DataFrame) -> dict:
         worst = float(attention.groupby("pairs")["query_accuracy"].median().min())
         summary["attention_worst_at_width_64"] = round(worst, 4)
         summary["target_met"] = bool(worst >= TARGET_ACCURACY)
+        summary["verdict"] = (f"attention reaches {TARGET_ACCURACY:.0%} per query at width {TARGET_WIDTH} for every "
+                              "number of pairs tested" if summary["target_met"] else
+                              f"attention does NOT reach {TARGET_ACCURACY:.0%} per query at width {TARGET_WIDTH} "
+                              f"(worst {worst:.1%}): no induction circuit forms within this CPU budget")
     else:  # the fast mode trains width 32 only
         summary["target_met"] = False
         summary["verdict"] = f"not checked: no attention model of width {TARGET_WIDTH} in this run"
@@ -253,9 +268,10 @@ def mqar_figure(result: ExperimentResult):
 
 register_experiment(Experiment(
     name="mqar-vs-width",
-    description="2-layer models trained on MQAR (2-8 key-value pairs, 32 tokens, 16 keys and values), width "
-                "32/64/128: per-query accuracy at 2, 4 and 8 pairs for attention (RoPE), Mamba, Based linear "
-                "attention and H3, with each model's recurrent state size.",
+    description="2-layer models (4 heads for attention) trained 3000 steps (batch 64, lr 3e-3) on MQAR with 2-8 "
+                "key-value pairs and a packed query region (4L tokens, 16 keys and values), width 64/128 "
+                "(width 32 cut for CPU time; one seed): per-query accuracy at 2, 4 and 8 pairs for attention "
+                "(RoPE), Mamba, Based linear attention and H3, with each model's recurrent state size.",
     claim="Attention solves multi-query associative recall at small width; gated convolutions and SSMs need "
           "width (state) that grows with the number of pairs",
     source="seeds 002 #2 (H3), #100 (Based), 004 #73 (Zoology, Arora et al. 2023)",
