@@ -1,27 +1,27 @@
-"""Length generalization: with a small budget and 2 seeds, position coupling beats learned
-absolute positions at twice the training length (Cho et al. 2024, seed 000 #3)."""
+"""Length generalization: with the small CPU budget of the `lengthgen-addition` recipe (1 layer,
+d=64, 4000 steps) and 2 seeds, position coupling beats learned absolute positions at twice the
+training length (Cho et al. 2024, seed 000 #3)."""
 import statistics
 
 import pytest
 
-from workbench.config import RunConfig
+from workbench.experiments import get_experiment
 from workbench.reports import length_table
 from workbench.train import train
 
-BUDGET = ["task.name=addition", "task.max_digits=5", "task.eval_lengths=5,10", "model.n_layers=1",
-          "model.d_model=64", "model.n_heads=4", "train.steps=1000", "train.batch_size=128", "train.lr=3e-3",
-          "train.eval_samples=256", "probes.every=0", "train.threads=1"]
-
-
-def exact_match_at(pos: str, seed: int, length: int) -> float:
-    run = train(RunConfig.load(None, BUDGET + [f"model.pos={pos}", f"train.seed={seed}"]), progress=False)
-    return length_table(run.metrics())[length]
+TRAINED_UP_TO = 10
 
 
 @pytest.mark.slow
 def test_coupling_beats_learned_at_twice_the_training_length(data_dir):
-    coupling = [exact_match_at("coupling", seed, 10) for seed in (0, 1)]
-    learned = [exact_match_at("learned", seed, 10) for seed in (0, 1)]
-    # Learned absolute positions have never seen positions past the 5-digit sequences, so they
-    # cannot be right at 10 digits; coupled ids stay in the trained range.
-    assert statistics.median(coupling) >= statistics.median(learned) + 0.3, (coupling, learned)
+    variants = [v for v in get_experiment("lengthgen-addition").variants(False) if v.labels["pos"] in ("coupling", "learned")]
+    assert {v.labels["seed"] for v in variants} == {0, 1}
+    at_twice: dict[str, list[float]] = {"coupling": [], "learned": []}
+    for variant in variants:
+        assert variant.config.task.params["max_digits"] == TRAINED_UP_TO
+        run = train(variant.config, progress=False)
+        at_twice[variant.labels["pos"]].append(length_table(run.metrics())[2 * TRAINED_UP_TO])
+    # Learned absolute positions past the trained range are untrained rows of the table, so they
+    # cannot be right at 20 digits; coupled ids stay inside the trained range. Seeds vary a lot
+    # (seed 004 #45), hence the median and a modest margin.
+    assert statistics.median(at_twice["coupling"]) >= statistics.median(at_twice["learned"]) + 0.1, at_twice
