@@ -9,7 +9,7 @@ HOME = str(REPO / "app" / "Home.py")
 TIMEOUT = 120
 
 
-def test_demo_runs_are_shipped_and_readable():
+def test_demo_runs_are_shipped_and_readable(data_dir):
     from workbench.store import demo_root, list_runs
 
     assert demo_root() == REPO / "data" / "demo"
