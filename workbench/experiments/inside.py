@@ -231,11 +231,18 @@ def capacity_analyze(finished, fast):
         shapes.append({"d_model": int(d_model), "heads": int(heads), "n_parameters": int(part.n_parameters.iloc[0]),
                        **capacity})
     shapes.sort(key=lambda s: s["n_parameters"])
-    grows = all(a["largest_perfect_table"] <= b["largest_perfect_table"] for a, b in zip(shapes, shapes[1:]))
+    sizes = [s["largest_perfect_table"] for s in shapes]
+    # "Grows" needs a real increase somewhere; equal capacities (e.g. all at the largest table
+    # tried) say nothing about growth.
+    grows = all(a <= b for a, b in zip(sizes, sizes[1:])) and sizes[-1] > sizes[0]
+    ceiling = max(table.table_size)
+    verdict = ("capacity grows with parameters" if grows else
+               f"not shown: every shape memorized the largest table tried ({ceiling} rows); the grid needs larger tables"
+               if all(size == ceiling for size in sizes) else "capacity does not grow with parameters here")
     headline = "; ".join(f"d={s['d_model']} h={s['heads']} ({s['n_parameters']} params): largest perfect table "
                          f"{s['largest_perfect_table']}, {s['bits_per_parameter']:.3f} bits/param" for s in shapes)
     summary = {"shapes": shapes, "capacity_grows_with_parameters": grows, "headline": headline,
-               "verdict": "capacity grows with parameters" if grows else "capacity does not grow with parameters here"}
+               "verdict": verdict}
     return table, summary
 
 
