@@ -41,8 +41,10 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
             reached = float(medians.loc[check_length, target_pos])
             summary[f"{target_pos}_at_{check_length}"] = reached
             summary["target_met"] = bool(reached >= target)
-        parts = [f"{target_pos} {summary[f'{target_pos}_at_{check_length}']:.0%} at length {check_length}"
-                 if f"{target_pos}_at_{check_length}" in summary else ""]
+        parts = []
+        if target_pos in medians:  # the whole curve past the training range, not only the checked point
+            beyond_training = medians[target_pos][medians.index > train_max]
+            parts.append(f"{target_pos}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
         for name in baselines:
             if name in medians:
                 beyond = medians[name][medians.index > baseline_beyond]
