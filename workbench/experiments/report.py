@@ -12,7 +12,8 @@ HEADER = """# Reproductions at CPU scale
 Written by `workbench experiment report` from the cached results of `workbench experiment run NAME`.
 Each row sets a paper's claim beside what the workbench measured on a 2-core CPU in minutes. Where the
 small-scale result disagrees with the paper, the verdict says so; thresholds were fixed from
-RESEARCH.md before the runs, never tuned to agree.
+RESEARCH.md before the runs, never tuned to agree. The runtime is the runs' own training time plus
+the analysis, one thread per run; on a machine busy with other work it is an upper bound.
 """
 
 
