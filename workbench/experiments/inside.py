@@ -49,7 +49,7 @@ def _lines(result: ExperimentResult, metrics: list[tuple[str, str]], series_key,
                                      showlegend=col == 1, line=dict(color=color(i))), row=1, col=col)
             step = (markers or {}).get(name)
             if step is not None:
-                fig.add_vline(x=step, line=dict(dash="dot", color=color(i)), row=1, col=col)
+                fig.add_vline(x=step, line=dict(dash="dot", color=color(i), width=1.5), opacity=1, row=1, col=col)
         fig.update_xaxes(title_text="step", row=1, col=col)
         fig.update_yaxes(title_text=title, row=1, col=col)
     return paper_style(fig, width="double", height=300)

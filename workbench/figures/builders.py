@@ -72,7 +72,8 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
                                  line=dict(color=color(i)), legendgroup=str(label),
                                  hovertemplate="length %{x}<br>exact match %{y:.1f}%<extra>" + str(label) + "</extra>"))
     if train_length:
-        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey"),
+        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1,  # explicit: the template zeroes shape lines
+                      annotation_position="bottom right",
                       annotation_text="longest trained", annotation_font_size=9)
     fig.update_xaxes(title="test length")
     fig.update_yaxes(title="exact match (%)", range=[-3, 103])
@@ -92,7 +93,8 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
                                  marker=dict(size=4),
                                  hovertemplate="step %{x}<br>%{y:.4g}<extra>" + str(series) + "</extra>"))
     for label, step in (markers or {}).items():
-        fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00"), annotation_text=label, annotation_font_size=9)
+        fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00", width=1.5), opacity=1, annotation_text=label,
+                      annotation_font_size=9)
     fig.update_xaxes(title="step")
     fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
     return paper_style(fig, height=320, title=title)
