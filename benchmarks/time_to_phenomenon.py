@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     threads = set_threads(args.threads)
     from workbench.experiments import EXPERIMENTS, load_result, run_experiment
-    from workbench.store import data_root
+    from workbench.experiments.base import results_root
 
     names = [n for n in args.only.split(",") if n] or list(EXPERIMENTS)
     rows = []
@@ -41,7 +41,7 @@ def main() -> None:
         full, fast = load_result(name, False), load_result(name, True)
         cell = lambda r: "not run" if r is None else f"{minutes(r.runtime_s)} ({len(r.run_ids)} runs)"  # noqa: E731
         rows.append([name, cell(full), cell(fast)])
-    print(f"## Time to phenomenon\n\nRuntimes cached in {data_root().parent / 'experiments'} by "
+    print(f"## Time to phenomenon\n\nRuntimes cached in {results_root()} by "
           f"`workbench experiment run NAME` (training time of all its runs); `--run` fills the gaps "
           f"({'fast' if args.fast else 'full'} budget, {threads} thread(s)).\n")
     print(table(["experiment", "full budget", "fast budget (tests)"], rows), flush=True)
