@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
+
+from task_samples import unpadded_samples
 from workbench.tasks.common import LEVEL_STRIDE
 
 FAST = settings(max_examples=25, deadline=None)
@@ -17,17 +19,11 @@ FAST = settings(max_examples=25, deadline=None)
 def rows(task, batch):
     """Per sample: full symbol sequence, the masked answer symbols, position ids (unpadded)."""
     out = []
-    for i in range(len(batch)):
-        real = (batch.tokens[i] != 0) | batch.loss_mask[i]
-        size = int(real.nonzero().max()) + 1
-        sequence = [batch.tokens[i, 0].item()] + batch.targets[i, :size].tolist()
-        mask = batch.loss_mask[i, :size].tolist()
+    for sequence, mask, positions in unpadded_samples(batch):
         symbols = [task.vocab.symbols[t] for t in sequence]
-        answer = [symbols[t + 1] for t in range(size) if mask[t]]
+        answer = [symbols[t + 1] for t in range(len(mask)) if mask[t]]
         first = mask.index(True)
         assert all(mask[first:]) and not any(mask[:first]), "the loss covers one contiguous answer"
-        assert not batch.loss_mask[i, size:].any()
-        positions = None if batch.position_ids is None else batch.position_ids[i, :size].tolist()
         out.append((symbols, answer, positions, first + 1))
     return out
 

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
 
+from task_samples import unpadded_samples
+
 FAST = settings(max_examples=25, deadline=None)
 
 
@@ -20,13 +22,7 @@ def gen(seed):
 
 def rows(batch):
     """Per sample: the full unpadded token-id sequence and the loss mask over its predictions."""
-    out = []
-    for i in range(len(batch)):
-        real = (batch.tokens[i] != 0) | batch.loss_mask[i]
-        size = int(real.nonzero().max()) + 1
-        sequence = [batch.tokens[i, 0].item()] + batch.targets[i, :size].tolist()
-        out.append((sequence, batch.loss_mask[i, :size].tolist()))
-    return out
+    return [(sequence, mask) for sequence, mask, _ in unpadded_samples(batch)]
 
 
 def prompt_answer(sequence, mask):

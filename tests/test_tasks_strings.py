@@ -10,20 +10,17 @@ from hypothesis import strategies as st
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
 
+from task_samples import unpadded_samples
+
 FAST = settings(max_examples=25, deadline=None)
 
 
 def rows(task, batch):
     """Per sample: token ids of the prompt, masked answer ids, position ids (unpadded)."""
     out = []
-    for i in range(len(batch)):
-        real = (batch.tokens[i] != 0) | batch.loss_mask[i]
-        size = int(real.nonzero().max()) + 1
-        sequence = [batch.tokens[i, 0].item()] + batch.targets[i, :size].tolist()
-        mask = batch.loss_mask[i, :size].tolist()
+    for sequence, mask, positions in unpadded_samples(batch):
         first = mask.index(True)
         assert all(mask[first:]) and not any(mask[:first])
-        positions = None if batch.position_ids is None else batch.position_ids[i, :size].tolist()
         out.append((sequence[: first + 1], sequence[first + 1:], positions))
     return out
 
