@@ -40,11 +40,14 @@ def main() -> None:
             print(f"ran {name} in {minutes(time.time() - started)}", flush=True)
         full, fast = load_result(name, False), load_result(name, True)
         cell = lambda r: "not run" if r is None else f"{minutes(r.runtime_s)} ({len(r.run_ids)} runs)"  # noqa: E731
-        rows.append([name, cell(full), cell(fast)])
+        wall = "" if full is None or full.wall_s is None else f"{minutes(full.wall_s)} ({full.workers} at a time)"
+        rows.append([name, cell(full), wall, cell(fast)])
     print(f"## Time to phenomenon\n\nRuntimes cached in {results_root()} by "
           f"`workbench experiment run NAME` (training time of all its runs); `--run` fills the gaps "
-          f"({'fast' if args.fast else 'full'} budget, {threads} thread(s)).\n")
-    print(table(["experiment", "full budget", "fast budget (tests)"], rows), flush=True)
+          f"({'fast' if args.fast else 'full'} budget, {threads} thread(s)); the wall column is the time the "
+          f"call that trained the runs took with one run per core.\n")
+    print(table(["experiment", "full budget (one core's work)", "full budget, wall", "fast budget (tests)"], rows),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,10 @@ def cancel(job: Job) -> bool:
     """Ask the job to stop as Ctrl-C would; False when it had already finished."""
     if not job.alive:
         return False
-    os.kill(job.pid, signal.SIGINT)
+    try:  # the whole process group: an experiment's parallel runs stop (and save) with it
+        os.killpg(job.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        os.kill(job.pid, signal.SIGINT)
     return True
 
 

@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     r = exp_sub.add_parser("run")
     r.add_argument("name")
     r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
+    r.add_argument("--workers", type=int, default=None,
+                   help="runs trained side by side (default: WORKBENCH_WORKERS or the number of cores)")
     r.add_argument("--json", action="store_true")
     rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
     rep.add_argument("--out", default="REPRODUCTIONS.md")
@@ -227,7 +229,9 @@ def cmd_experiment(args) -> int:
             print(f"{name:34s} {recipe.description}")
         return 0
     if args.experiment_command == "run":
-        result = experiments.run_experiment(args.name, fast=args.fast)
+        if args.workers is not None and args.workers < 1:
+            raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
+        result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers)
         if args.json:
             _print_json({"name": args.name, "table": result.table.to_dict("records"), "summary": result.summary})
         else:

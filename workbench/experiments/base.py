@@ -35,8 +35,10 @@ class ExperimentResult:
     table: pd.DataFrame  # one row per (variant, measurement): tidy
     summary: dict  # the headline numbers and verdicts, JSON-serializable
     run_ids: list[str] = field(default_factory=list)
-    runtime_s: float = 0.0
+    runtime_s: float = 0.0  # the runs' training time summed (one core's work) plus the analysis
     fast: bool = False
+    wall_s: float | None = None  # wall time of the call that last trained runs (None: all came cached)
+    workers: int = 1  # runs trained side by side in that call
 
     def figure(self):
         return EXPERIMENTS[self.name].figure(self)
@@ -79,29 +81,37 @@ def result_folder(name: str, fast: bool) -> Path:
     return results_root() / (f"{name}-fast" if fast else name)
 
 
-def run_experiment(name: str, fast: bool = False, progress: bool = True,
-                   on_variant: Callable[[int, int, Variant], None] | None = None) -> ExperimentResult:
-    """Train (or fetch) every variant, analyse, cache and return the result."""
-    from ..train import train
+def run_experiment(name: str, fast: bool = False, progress: bool = True, workers: int | None = None,
+                   on_done: Callable[[int, int, Variant], None] | None = None) -> ExperimentResult:
+    """Train (or fetch) every variant, analyse, cache and return the result.
+
+    The variants train side by side, one process per core (workbench.parallel); workers=1 trains
+    them one after another in this process. The fast mode always uses one worker: its runs are
+    shorter than a process takes to start. on_done(index, total, variant) follows each run."""
+    from ..parallel import default_workers, train_many
 
     experiment = get_experiment(name)
     variants = experiment.variants(fast)
+    jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
+    workers = 1 if fast else default_workers(len(jobs)) if workers is None else workers
     started = time.time()
-    finished, trained_now = [], []
-    for index, variant in enumerate(variants):
-        if on_variant:
-            on_variant(index, len(variants), variant)
-        label = f"{name}: " + ", ".join(f"{k}={v}" for k, v in variant.labels.items())
-        begun = time.time()
-        finished.append((variant, train(variant.config, progress=progress, label=label)))
-        trained_now.append(time.time() - begun)
+    runs = train_many(jobs, workers=workers, progress=progress,
+                      on_done=(lambda i, run: on_done(i, len(variants), variants[i])) if on_done else None)
+    trained = time.time() - started
+    finished = list(zip(variants, runs))
+    begun = time.time()
     table, summary = experiment.analyze(finished, fast)
+    analysis = time.time() - begun
     # The cost of the phenomenon: the runs' own training time (also when they came from the cache)
-    # plus the analysis, not the seconds this call happened to take.
+    # plus the analysis, not the seconds this call happened to take; the wall time is kept beside
+    # it when this call trained something.
     training = sum(float(run.status().get("elapsed_s") or 0.0) for _, run in finished)
-    analysis = time.time() - started - sum(trained_now)
+    previous = load_result(name, fast)
+    trained_now = trained > 0.05 * training
     result = ExperimentResult(name, table, summary, [run.run_id for _, run in finished],
-                              runtime_s=round(training + max(analysis, 0.0), 1), fast=fast)
+                              runtime_s=round(training + analysis, 1), fast=fast,
+                              wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
+                              workers=workers if trained_now else previous.workers if previous else 1)
     save_result(result)
     return result
 
@@ -111,7 +121,8 @@ def save_result(result: ExperimentResult) -> None:
     runtime = result.runtime_s
     atomic_save(folder / "table.parquet", lambda tmp: result.table.to_parquet(tmp, index=False))
     atomic_write_json(folder / "result.json", {"name": result.name, "summary": result.summary, "run_ids": result.run_ids,
-                                               "runtime_s": runtime, "fast": result.fast})
+                                               "runtime_s": runtime, "fast": result.fast,
+                                               "wall_s": result.wall_s, "workers": result.workers})
 
 
 def load_result(name: str, fast: bool = False) -> ExperimentResult | None:
@@ -120,4 +131,4 @@ def load_result(name: str, fast: bool = False) -> ExperimentResult | None:
         return None
     meta = json.loads((folder / "result.json").read_text())
     return ExperimentResult(name, pd.read_parquet(folder / "table.parquet"), meta["summary"], meta["run_ids"],
-                            meta["runtime_s"], meta["fast"])
+                            meta["runtime_s"], meta["fast"], meta.get("wall_s"), meta.get("workers", 1))

@@ -13,7 +13,9 @@ Written by `workbench experiment report` from the cached results of `workbench e
 Each row sets a paper's claim beside what the workbench measured on a 2-core CPU in minutes. Where the
 small-scale result disagrees with the paper, the verdict says so; thresholds were fixed from
 RESEARCH.md before the runs, never tuned to agree. The runtime is the runs' own training time plus
-the analysis, one thread per run; on a machine busy with other work it is an upper bound.
+the analysis, one thread per run (what one core spends); beside it, the wall time of the call that
+trained them with its runs side by side (`workbench experiment run` uses one process per core). On a
+machine busy with other work both are upper bounds.
 """
 
 
@@ -43,6 +45,14 @@ def _verdict(summary: dict) -> str:
     return summary.get("verdict", "see summary")
 
 
+def runtime_cell(result) -> str:
+    """'1234 s' of one core's work, and the wall time on N cores when it is known."""
+    cell = f"{result.runtime_s:.0f} s"
+    if result.wall_s is not None and result.workers > 1:
+        cell += f" ({result.wall_s:.0f} s wall, {result.workers} runs at a time)"
+    return cell
+
+
 def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
     lines = [HEADER, "| experiment | source | paper's claim | paper's number | CPU-scale target | workbench result | verdict | runtime |",
              "|---|---|---|---|---|---|---|---|"]
@@ -56,7 +66,7 @@ def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
         headline = result.summary.get("headline", "")
         mode = " (fast mode)" if result.fast else ""
         lines.append(_cells(f"`{name}`", experiment.source, experiment.claim, experiment.paper_number,
-                            experiment.target, headline + mode, _verdict(result.summary), f"{result.runtime_s:.0f} s"))
+                            experiment.target, headline + mode, _verdict(result.summary), runtime_cell(result)))
         details.append(f"\n## `{name}`{mode}\n\n{experiment.description}\n\n"
                        f"Runs: {', '.join(result.run_ids)}\n\n```json\n{json.dumps(result.summary, indent=2, sort_keys=True)}\n```\n")
     lines += ["", "## Phenomena without a named experiment yet", "",
