@@ -60,8 +60,11 @@ def main() -> None:
     parser.add_argument("--shapes", default="a,b")
     args = parser.parse_args()
     threads = set_threads(args.threads)
+    import workbench.models  # noqa: F401  (the allocator tuning, before any contestant allocates)
     print(f"## Hooked forward\n\nEval mode, no grad, every layer's attention pattern and MLP activation cached; "
-          f"{threads} thread(s), median of {args.rounds} interleaved rounds of {args.calls} forwards.")
+          f"{threads} thread(s), median of {args.rounds} interleaved rounds of {args.calls} forwards. "
+          f"Importing workbench tunes glibc's allocator (workbench/models/allocator.py); it applies to "
+          f"every contestant in this process alike.")
     for name in args.shapes.split(","):
         shape = SHAPES[name]
         with torch.no_grad():

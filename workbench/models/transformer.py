@@ -31,7 +31,9 @@ class MLP(nn.Module):
             return F.gelu(h)
         if name == "silu":
             return F.silu(h)
-        h = F.relu(h)
+        # Without autograd (evaluation, probes, hooked forwards) h is fc_in's fresh output and can be
+        # overwritten: no second activation-sized buffer. Under autograd in place measured slower.
+        h = F.relu(h, inplace=not torch.is_grad_enabled())
         if name == "topk" and self.config.topk < h.shape[-1]:
             # ours (the lazy-neuron paper gives no operator): keep each token's k largest activations
             threshold = h.topk(self.config.topk, dim=-1).values[..., -1:]

@@ -17,6 +17,7 @@ from torch import Tensor
 from ..hooks import HookPoint
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
+from .common import future_mask
 
 # Clipped softmax (Bondarenko et al. 2023, seed 004 #198): stretch to [gamma, zeta], clip to [0, 1],
 # so a head can output exact zeros without pushing logits to infinity.
@@ -35,9 +36,12 @@ class Attention(Mixer):
         self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
         self.hook_entropy = HookPoint()  # per-query softmax entropy in nats (B, H, T)
 
-    def project(self, x: Tensor, context: MixerContext) -> tuple[Tensor, Tensor, Tensor]:
+    def project(self, x: Tensor, context: MixerContext, contiguous: bool = False) -> tuple[Tensor, Tensor, Tensor]:
         B, T, _ = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        # For explicit matmuls, one copy into (3, B, H, T, head_dim) beats the strided copies each
+        # matmul would make; scaled_dot_product_attention reads the strided views faster as they are.
+        q, k, v = qkv.contiguous() if contiguous else qkv
         q, k = context.encoding.rotate(q, k, context.positions)
         if self.config.logit_scaling:
             q = q * log_length_scale(T, x.device)[:, None]
@@ -45,12 +49,12 @@ class Attention(Mixer):
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
         T = q.shape[-2]
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        # the 1/sqrt(d) goes on q (T x d numbers) rather than on the T x T scores
+        scores = (q * (1.0 / math.sqrt(self.head_dim))) @ k.transpose(-1, -2)
         bias = context.encoding.bias(self.layer_index, context.positions)
         if bias is not None:
             scores = scores + bias
-        causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-        return scores.masked_fill(~causal, float("-inf"))
+        return scores.masked_fill_(future_mask(T, q.device), float("-inf"))  # a fresh tensor: in place is safe
 
     def pattern(self, scores: Tensor) -> Tensor:
         pattern = scores.softmax(dim=-1)
@@ -60,8 +64,8 @@ class Attention(Mixer):
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         B, T, D = x.shape
-        q, k, v = self.project(x, context)
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
+        q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
             scores = self.hook_scores(self.scores(q, k, context))
             pattern = self.hook_pattern(self.pattern(scores))
@@ -79,8 +83,7 @@ class Attention(Mixer):
             if bias is None:
                 mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
-                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-                mask = bias.masked_fill(~causal, float("-inf")).to(q.dtype)
+                mask = bias.masked_fill(future_mask(T, x.device), float("-inf")).to(q.dtype)
                 mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
@@ -111,7 +114,7 @@ class Attention(Mixer):
         return q, k, self.kernel_bias(context)
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
-        q, k, _ = self.project(x, context)
+        q, k, _ = self.project(x, context, contiguous=True)
         return self.pattern(self.scores(q, k, context))
 
     def state_size(self, length: int) -> int:

@@ -1,15 +1,25 @@
 """Small pieces the non-attention mixers share: causal masks, channel-averaged maps, re-init."""
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
 
 from ..linear import SigmaReparamLinear
 
 
+# Masks are built once per (length, device) and shared: callers must never write into them.
+@functools.lru_cache(maxsize=32)
 def causal_mask(T: int, device) -> Tensor:
     """(T, T) bool, True where the key position s <= the query position t."""
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+@functools.lru_cache(maxsize=32)
+def future_mask(T: int, device) -> Tensor:
+    """(T, T) bool, True where the key position s > the query position t (what causal attention hides)."""
+    return torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
 
 
 def channel_mean_map(per_channel: Tensor) -> Tensor:
