@@ -36,3 +36,20 @@ def test_lengthgen_addition_fast_runs_caches_and_reports(data_dir, tmp_path, cap
 def test_unknown_experiment_is_a_clear_error(capsys):
     assert main(["experiment", "run", "lengthgen-additon"]) == 2
     assert "lengthgen-addition" in capsys.readouterr().err
+
+
+def test_report_keeps_earlier_measurements_it_has_no_cache_for(data_dir, tmp_path):
+    """Rewriting REPRODUCTIONS.md on a machine that cached only some experiments keeps the rows and
+    details measured elsewhere; the pilot notes are printed from the recipes."""
+    out = tmp_path / "REPRODUCTIONS.md"
+    earlier = ("# old\n\n| experiment | a |\n|---|---|\n"
+               "| `mimetic-recall` | seed 000 #2 | measured elsewhere: 750 steps | reproduced | 1 s |\n"
+               "| `lengthgen-copy` | x | not run yet (`workbench experiment run lengthgen-copy`) | — | — |\n"
+               "\n## `mimetic-recall`\n\nRuns: abc\n\n```json\n{\"headline\": \"750 steps\"}\n```\n")
+    out.write_text(earlier)
+    report = write_report(out).read_text()
+    assert "measured elsewhere: 750 steps" in report
+    assert "## `mimetic-recall`\n\nRuns: abc" in report
+    assert "not run yet (`workbench experiment run lengthgen-copy`)" in report  # nothing to keep
+    assert "## Pilots and diagnostics" in report and "weight decay" in report
+    assert write_report(out).read_text() == report  # rewriting is stable

@@ -55,6 +55,7 @@ class Experiment:
     analyze: Callable[[list[tuple[Variant, Run]], bool], tuple[pd.DataFrame, dict]]
     figure: Callable[[ExperimentResult], object]
     target: str = ""  # the CPU-scale target from RESEARCH.md
+    notes: str = ""  # markdown: pilots and diagnostics beside the recipe, printed in REPRODUCTIONS.md
 
 
 EXPERIMENTS: dict[str, Experiment] = {}

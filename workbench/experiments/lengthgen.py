@@ -68,10 +68,10 @@ def _figure(result: ExperimentResult):
 def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,
               claim, source, paper_number, target_text, check_length, target_pos="coupling", target=0.9,
               baselines=("learned", "nope"), baseline_max=0.1, baseline_beyond=None, seeds=(0, 1),
-              fast_encodings=None):
+              fast_encodings=None, notes=""):
     return register_experiment(Experiment(
         name=name, description=description, claim=claim, source=source, paper_number=paper_number,
-        target=target_text,
+        target=target_text, notes=notes,
         variants=_variants(task_overrides, encodings, list(seeds), lengths, model, steps, fast_steps, fast_encodings),
         analyze=_analyze(train_max, check_length, target_pos, target, baseline_max,
                          baseline_beyond or int(train_max * 1.5), baselines),

@@ -3,6 +3,7 @@ workbench reproduces at CPU scale (median and spread over seeds), its config and
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .base import EXPERIMENTS, load_result
@@ -53,12 +54,38 @@ def runtime_cell(result) -> str:
     return cell
 
 
+def _previous_report(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The table row and the details section of every experiment in an earlier REPRODUCTIONS.md,
+    by name, so experiments whose results are not cached here keep what was measured before."""
+    if not path.exists():
+        return {}, {}
+    text = path.read_text()
+    rows = {m.group(1): line for line in text.splitlines()
+            if (m := re.match(r"\| `([^`]+)` \|", line)) and "not run yet" not in line}
+    details = {}
+    for section in re.split(r"\n(?=## )", text):
+        m = re.match(r"## `([^`]+)`", section)
+        if m:
+            details[m.group(1)] = "\n" + section.rstrip("\n") + "\n"
+    return rows, details
+
+
 def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
+    """Write the report from the cached results; an experiment with no cached result here keeps its
+    row and details from the file being replaced (marked as carried over), so rerunning one
+    experiment never erases the others' measurements."""
+    path = Path(out)
+    previous_rows, previous_details = _previous_report(path)
     lines = [HEADER, "| experiment | source | paper's claim | paper's number | CPU-scale target | workbench result | verdict | runtime |",
              "|---|---|---|---|---|---|---|---|"]
     details = []
     for name, experiment in EXPERIMENTS.items():
         result = load_result(name) or load_result(name, fast=True)
+        if result is None and name in previous_rows:
+            lines.append(previous_rows[name])
+            if name in previous_details:
+                details.append(previous_details[name])
+            continue
         if result is None:
             lines.append(_cells(f"`{name}`", experiment.source, experiment.claim, experiment.paper_number,
                                 experiment.target, f"not run yet (`workbench experiment run {name}`)", "—", "—"))
@@ -72,6 +99,11 @@ def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
     lines += ["", "## Phenomena without a named experiment yet", "",
               "| phenomenon | source | how to explore it today |", "|---|---|---|"]
     lines += [_cells(*row) for row in NOT_YET_EXPERIMENTS]
-    path = Path(out)
+    notes = [f"\n### `{name}`\n\n{experiment.notes.strip()}\n" for name, experiment in EXPERIMENTS.items()
+             if experiment.notes]
+    if notes:
+        lines += ["", "## Pilots and diagnostics", "",
+                  "What we tried beside the recipes when a result disagreed with the paper, and what it showed."]
+        lines += notes
     path.write_text("\n".join(lines) + "\n" + "".join(details))
     return path
