@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from common import set_threads, table
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def minutes(seconds: float) -> str:
@@ -30,8 +34,11 @@ def main() -> None:
     threads = set_threads(args.threads)
     from workbench.experiments import EXPERIMENTS, load_result, run_experiment
     from workbench.experiments.base import results_root
+    from workbench.experiments.report import previous_report
 
     names = [n for n in args.only.split(",") if n] or list(EXPERIMENTS)
+    published = {name: row.rstrip(" |").rsplit("|", 1)[-1].strip()
+                 for name, row in previous_report(REPO_ROOT / "REPRODUCTIONS.md")[0].items()}
     rows = []
     for name in names:
         if args.run and load_result(name, args.fast) is None:
@@ -41,7 +48,10 @@ def main() -> None:
         full, fast = load_result(name, False), load_result(name, True)
         cell = lambda r: "not run" if r is None else f"{minutes(r.runtime_s)} ({len(r.run_ids)} runs)"  # noqa: E731
         wall = "" if full is None or full.wall_s is None else f"{minutes(full.wall_s)} ({full.workers} at a time)"
-        rows.append([name, cell(full), wall, cell(fast)])
+        full_cell = cell(full)
+        if full is None and name in published:  # measured on another machine: say where it comes from
+            full_cell = f"{published[name]} (REPRODUCTIONS.md)"
+        rows.append([name, full_cell, wall, cell(fast)])
     print(f"## Time to phenomenon\n\nRuntimes cached in {results_root()} by "
           f"`workbench experiment run NAME` (training time of all its runs); `--run` fills the gaps "
           f"({'fast' if args.fast else 'full'} budget, {threads} thread(s)); the wall column is the time the "

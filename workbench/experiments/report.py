@@ -54,7 +54,7 @@ def runtime_cell(result) -> str:
     return cell
 
 
-def _previous_report(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+def previous_report(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     """The table row and the details section of every experiment in an earlier REPRODUCTIONS.md,
     by name, so experiments whose results are not cached here keep what was measured before."""
     if not path.exists():
@@ -75,7 +75,7 @@ def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
     row and details from the file being replaced (marked as carried over), so rerunning one
     experiment never erases the others' measurements."""
     path = Path(out)
-    previous_rows, previous_details = _previous_report(path)
+    previous_rows, previous_details = previous_report(path)
     lines = [HEADER, "| experiment | source | paper's claim | paper's number | CPU-scale target | workbench result | verdict | runtime |",
              "|---|---|---|---|---|---|---|---|"]
     details = []
