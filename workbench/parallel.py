@@ -23,6 +23,8 @@ from .config import RunConfig
 from .errors import ConfigError
 from .store import FINISHED, Run, data_root, run_path
 
+PROGRESS_POLL_S = 2.0
+
 
 def default_workers(jobs: int) -> int:
     setting = os.environ.get("WORKBENCH_WORKERS", "").strip()
@@ -33,6 +35,14 @@ def default_workers(jobs: int) -> int:
     else:
         workers = os.cpu_count() or 1
     return max(1, min(workers, jobs))
+
+
+def _steps_done(jobs, todo, root) -> int:
+    steps = 0
+    for i in todo:
+        status = Run(run_path(jobs[i][0].run_id, root)).status()
+        steps += jobs[i][0].train.steps if status.get("status") in FINISHED else int(status.get("step") or 0)
+    return steps
 
 
 def _train_in_child(config_dict: dict, label: str, root: str) -> str:
@@ -66,20 +76,23 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
             if on_done:
                 on_done(index, runs[index])
         return runs
-    bar = tqdm(total=len(todo), desc=f"runs ({workers} at a time)", unit="run", disable=not progress)
+    # One bar over the steps of all runs, read from the status files the children refresh every second
+    total = sum(jobs[i][0].train.steps for i in todo)
+    bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time", unit="step", disable=not progress)
     # spawn, not fork: a forked child would inherit the parent's torch thread pools and locks
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_train_in_child, jobs[i][0].to_dict(), jobs[i][1], str(root)): i for i in todo}
         try:
             pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
                 for future in done:
                     index = futures[future]
                     runs[index] = Run(run_path(future.result(), root))
-                    bar.update(1)
                     if on_done:
                         on_done(index, runs[index])
+                if progress:
+                    bar.update(_steps_done(jobs, todo, root) - bar.n)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # children save their runs as they stop
             raise
