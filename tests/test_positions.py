@@ -153,26 +153,6 @@ def test_multi_operand_and_multiplication_run_with_coupling():
             assert torch.isfinite(model(batch.tokens, batch.position_ids)).all()
 
 
-def test_shared_positions_are_looked_up_once_with_the_same_result_and_gradients():
-    """A learned table broadcasts one row of positions over the batch (fewer gradient scatters);
-    the sum into the residual stream and the table's gradient equal those of a lookup per row."""
-    config = RunConfig.load(None, ["model.pos=learned", "model.n_layers=1", "model.d_model=16"])
-    encoding = build_model(config.model, 12, seed=0).encoding
-    tokens = torch.zeros(5, 9, dtype=torch.long)
-    shared = encoding.positions(tokens, None)
-    assert shared.stride(0) == 0  # 0..T-1 expanded over the batch
-    residual = torch.randn(5, 9, 16, generator=torch.Generator().manual_seed(0))
-    results = []
-    for positions in (shared, shared.clone()):
-        encoding.zero_grad()
-        out = residual + encoding.embed(positions)
-        out.square().sum().backward()
-        results.append((out.detach(), encoding.table.weight.grad.clone()))
-    assert encoding.embed(shared).shape[0] == 1 and encoding.embed(shared.clone()).shape[0] == 5
-    torch.testing.assert_close(results[0][0], results[1][0])
-    torch.testing.assert_close(results[0][1], results[1][1])
-
-
 def test_allocator_tuning_can_be_turned_off(monkeypatch):
     from workbench.models.allocator import tune_allocator
 
