@@ -9,7 +9,8 @@ DEEPER = ["model.n_layers=2", "model.d_model=64", "model.n_heads=4", "train.batc
 # the recipe stays the plain one the issue names.
 ADDITION_PILOTS = """
 Single seed-0 coupling runs beside the recipe (1 layer, 4000 steps of batch 128 at lr 3e-3 unless
-named), exact match at 15 / 20 / 30 digits, and where the errors sit (per-answer-position accuracy,
+named), exact match at 15 / 20 / 30 digits (~: estimated from the per-position accuracies, not measured
+directly), and where the errors sit (per-answer-position accuracy,
 teacher-forced):
 
 | variant | 15 | 20 | 30 | where it fails |
