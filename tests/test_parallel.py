@@ -1,6 +1,9 @@
 """Runs trained side by side (workbench.parallel) are exactly the runs trained alone."""
 from __future__ import annotations
 
+import sys
+import types
+
 import pandas as pd
 import pytest
 
@@ -51,3 +54,17 @@ def test_workers_setting(monkeypatch):
     monkeypatch.setenv("WORKBENCH_WORKERS", "two")
     with pytest.raises(ConfigError, match="WORKBENCH_WORKERS.*two"):
         default_workers(4)
+
+
+def test_children_do_not_rerun_a_dashboard_page_that_is_main(data_dir, tmp_path, monkeypatch):
+    # Streamlit (and its AppTest) run a page as __main__; a spawned child would run it again
+    page = tmp_path / "page.py"
+    page.write_text("raise SystemExit('the page ran inside a worker')\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(page)
+    fake_main.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    runs = train_many([(c, "") for c in _configs([7, 8])], workers=2, progress=False)
+    assert runs.workers == 2
+    assert all(run.status()["status"] == "completed" for run in runs)
+    assert sys.modules["__main__"] is fake_main  # put back afterwards

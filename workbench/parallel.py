@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
+import types
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
@@ -45,6 +48,28 @@ def _steps_done(jobs, todo, root) -> int:
     return steps
 
 
+class TrainedRuns(list):
+    """The runs, in the order of the jobs, and how many trained side by side (1 when none trained)."""
+
+    def __init__(self, runs, workers: int):
+        super().__init__(runs)
+        self.workers = workers
+
+
+@contextmanager
+def _children_skip_main_script():
+    """A spawned child re-runs the parent's __main__ script when that script cannot be imported by
+    name. Under Streamlit (and its AppTest) __main__ is a dashboard page, which must not run again
+    inside a worker, so the children start from an empty __main__; they need nothing from it,
+    since a job is a config and the work is done by this module's function."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _train_in_child(config_dict: dict, label: str, root: str) -> str:
     from .train import train
 
@@ -52,7 +77,7 @@ def _train_in_child(config_dict: dict, label: str, root: str) -> str:
 
 
 def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, progress: bool = True,
-               on_done: Callable[[int, Run], None] | None = None) -> list[Run]:
+               on_done: Callable[[int, Run], None] | None = None) -> TrainedRuns:
     """Train every (config, label) and return the runs in the order given.
 
     on_done(index, run) is called as each run finishes (fetched runs first)."""
@@ -75,13 +100,14 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
             runs[index] = train(jobs[index][0], progress=progress, label=jobs[index][1], root=root)
             if on_done:
                 on_done(index, runs[index])
-        return runs
+        return TrainedRuns(runs, workers=1)
     # One bar over the steps of all runs, read from the status files the children refresh every second
     total = sum(jobs[i][0].train.steps for i in todo)
     bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time", unit="step", disable=not progress)
     # spawn, not fork: a forked child would inherit the parent's torch thread pools and locks
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_train_in_child, jobs[i][0].to_dict(), jobs[i][1], str(root)): i for i in todo}
+        with _children_skip_main_script():  # the pool starts its processes on these submits
+            futures = {pool.submit(_train_in_child, jobs[i][0].to_dict(), jobs[i][1], str(root)): i for i in todo}
         try:
             pending = set(futures)
             while pending:
@@ -98,4 +124,4 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
             raise
         finally:
             bar.close()
-    return runs
+    return TrainedRuns(runs, workers=workers)

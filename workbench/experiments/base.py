@@ -112,7 +112,7 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     result = ExperimentResult(name, table, summary, [run.run_id for _, run in finished],
                               runtime_s=round(training + analysis, 1), fast=fast,
                               wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
-                              workers=workers if trained_now else previous.workers if previous else 1)
+                              workers=runs.workers if trained_now else previous.workers if previous else 1)
     save_result(result)
     return result
 
