@@ -7,7 +7,7 @@ import pytest
 
 from workbench.experiments import get_experiment
 from workbench.reports import length_table
-from workbench.train import train
+from workbench.parallel import train_many
 
 TRAINED_UP_TO = 10
 
@@ -17,9 +17,9 @@ def test_coupling_beats_learned_at_twice_the_training_length(data_dir):
     variants = [v for v in get_experiment("lengthgen-addition").variants(False) if v.labels["pos"] in ("coupling", "learned")]
     assert {v.labels["seed"] for v in variants} == {0, 1}
     at_twice: dict[str, list[float]] = {"coupling": [], "learned": []}
-    for variant in variants:
-        assert variant.config.task.params["max_digits"] == TRAINED_UP_TO
-        run = train(variant.config, progress=False)
+    assert all(variant.config.task.params["max_digits"] == TRAINED_UP_TO for variant in variants)
+    runs = train_many([(variant.config, "") for variant in variants], progress=False)  # one per core
+    for variant, run in zip(variants, runs):
         at_twice[variant.labels["pos"]].append(length_table(run.metrics())[2 * TRAINED_UP_TO])
     # Learned absolute positions past the trained range are untrained rows of the table, so they
     # cannot be right at 20 digits; coupled ids stay inside the trained range. Seeds vary a lot

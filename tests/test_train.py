@@ -85,3 +85,24 @@ def test_interrupted_run_resumes_to_the_same_result(data_dir, tmp_path, monkeypa
     resumed = train(tiny(), progress=False)
     assert resumed.status()["status"] == "completed"
     torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))
+
+
+def test_an_interrupt_right_after_the_run_says_running_is_recorded(data_dir, monkeypatch):
+    # The dashboard's Cancel fires as soon as status.json says "running"; the trainer must already
+    # be ready to save by then, or the run stays "running" with no process behind it.
+    from workbench.store import Run
+
+    real_write = Run.write_status
+
+    def interrupt_after_running(self, **changes):
+        status = real_write(self, **changes)
+        if changes.get("status") == "running" and changes.get("step") == 0:
+            raise KeyboardInterrupt
+        return status
+
+    monkeypatch.setattr(Run, "write_status", interrupt_after_running)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), progress=False)
+    run = open_run(tiny().run_id)
+    assert run.status()["status"] == "interrupted"
+    assert (run.path / "checkpoint.safetensors").exists()

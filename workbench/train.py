@@ -112,12 +112,12 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None) 
         atomic_write_json(run.path / "config.json", config.to_dict())
     started = time.time()
     elapsed_before = float(status.get("elapsed_s", 0.0)) if rows else 0.0
-    run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
-                     created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
-                     label=label or status.get("label", ""), versions=_versions(), error=None,
-                     n_parameters=sum(p.numel() for p in state.model.parameters()))
     loop = _Loop(config, task, state, run, rows, started, elapsed_before, progress)
-    try:
+    try:  # "running" is written inside the try, so an interrupt that follows it is always saved
+        run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
+                         created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
+                         label=label or status.get("label", ""), versions=_versions(), error=None,
+                         n_parameters=sum(p.numel() for p in state.model.parameters()))
         return loop.run()
     except KeyboardInterrupt:
         loop.save(status="interrupted")
