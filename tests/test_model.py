@@ -67,3 +67,17 @@ def test_hook_listeners_can_edit_activations():
             zeroed = model(batch.tokens)
     assert not torch.allclose(plain, zeroed)
     assert torch.allclose(zeroed, zeroed[:, :1].expand_as(zeroed))  # a constant residual gives constant logits
+
+
+@pytest.mark.parametrize("scheme", ["gpt2", "fan_in"])
+def test_init_scheme_sets_the_scale_of_every_linear_and_embedding(scheme):
+    config = RunConfig.load(None, ["model.d_model=64", "model.mlp_ratio=4", f"model.init={scheme}"])
+    model = build_model(config.model, vocab_size=20, seed=0)
+    fc_out = model.blocks[0].mlp.fc_out.weight  # fan-in 256: the two schemes differ
+    qkv, embed = model.blocks[0].mixer.qkv.weight, model.embed.weight
+    if scheme == "gpt2":
+        assert fc_out.std().item() == pytest.approx(0.02, rel=0.05)
+        assert qkv.std().item() == pytest.approx(0.02, rel=0.05) and embed.std().item() == pytest.approx(0.02, rel=0.2)
+    else:
+        assert fc_out.std().item() == pytest.approx(256 ** -0.5, rel=0.05)
+        assert qkv.std().item() == pytest.approx(64 ** -0.5, rel=0.05) and embed.std().item() == pytest.approx(1.0, rel=0.2)

@@ -74,6 +74,19 @@ def test_mqar(seed, length, seq_len):
         assert sum(mask) == L
 
 
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(1, 30)))
+def test_mqar_with_hidden_answers_asks_the_same_and_shows_no_value_in_the_query_region(seed, length):
+    shown = build_task("mqar", {"n_keys": 32, "max_pairs": 6, "seq_len": 32}).sample(12, gen(seed), length=length)
+    hidden_task = build_task("mqar", {"n_keys": 32, "max_pairs": 6, "seq_len": 32, "show_answers": False})
+    hidden = hidden_task.sample(12, gen(seed), length=length)
+    assert torch.equal(hidden.targets, shown.targets) and torch.equal(hidden.loss_mask, shown.loss_mask)
+    answered = hidden.loss_mask[:, :-1]  # the input after each answered position holds '_', not the value
+    assert (hidden.tokens[:, 1:][answered] == hidden_task.vocab["_"]).all()
+    unchanged = ~torch.cat([torch.zeros_like(answered[:, :1]), answered], 1)
+    assert torch.equal(hidden.tokens[unchanged], shown.tokens[unchanged])
+
+
 def test_mqar_queries_follow_a_power_law():
     """Most queries come soon after the context, a few far away."""
     task = build_task("mqar", {"min_pairs": 4, "max_pairs": 4, "seq_len": 200})

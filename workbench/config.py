@@ -22,6 +22,7 @@ from .typed import build, to_dict
 ACTIVATIONS = ("relu", "gelu", "silu", "topk")
 SOFTMAXES = ("standard", "clipped")
 SSM_INITS = ("default", "mimetic")
+INITS = ("gpt2", "fan_in")
 FEATURE_MAPS = ("elu1", "based")
 
 
@@ -53,6 +54,7 @@ class ModelConfig:
     d_conv: int = 4
     expand: int = 2
     ssm_init: str = "default"
+    init: str = "gpt2"  # weight scale: gpt2 = N(0, 0.02), fan_in = N(0, 1/fan_in) (models/transformer.py)
     feature_map: str = "elu1"
 
     def layer_mixers(self) -> list[str]:
@@ -91,6 +93,11 @@ class ProbeConfig:
     snapshot_every: int = 0  # 0: same as `every`
     extra: list[str] = field(default_factory=list)  # further probes by name (spectral, outliers, ...)
 
+
+# Settings added after runs were stored: left out of a run's identity while at their default, so the
+# runs stored before they existed keep their ids (and are fetched, not retrained).
+# (section, only for this task or None, key, default)
+LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -150,6 +157,7 @@ class RunConfig:
         _choice("model.activation", m.activation, ACTIVATIONS)
         _choice("model.softmax", m.softmax, SOFTMAXES)
         _choice("model.ssm_init", m.ssm_init, SSM_INITS)
+        _choice("model.init", m.init, INITS)
         _choice("model.feature_map", m.feature_map, FEATURE_MAPS)
         for name in ("n_layers", "d_model", "n_heads", "max_positions", "d_state", "d_conv", "expand"):
             check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
@@ -176,7 +184,12 @@ class RunConfig:
         return {name: to_dict(getattr(self, name)) for name in SECTIONS}
 
     def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        values = self.to_dict()
+        for section, task_name, key, default in LATER_SETTINGS:
+            holder = values["task"]["params"] if section == "task.params" else values[section]
+            if (task_name is None or task_name == self.task.name) and holder.get(key, default) == default:
+                holder.pop(key, None)
+        return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
     @property
     def run_id(self) -> str:

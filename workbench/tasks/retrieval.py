@@ -142,6 +142,8 @@ class MqarParams:
     n_keys: int = field(default=32, metadata={"help": "distinct key symbols"})
     n_values: int = field(default=32, metadata={"help": "distinct value symbols"})
     power_a: float = field(default=0.01, metadata={"help": "power-law exponent of query distances (Zoology)"})
+    show_answers: bool = field(default=True, metadata={
+        "help": "write each answered value into the query region after its key (false: '_', as Zoology does)"})
 
 
 @register_task
@@ -180,7 +182,10 @@ class Mqar(KeyValueTask):
         context = torch.stack([keys, values], 2).reshape(m, 2 * L)
         sequence = torch.cat([column(m, self.vocab[BOS]), context, region.reshape(m, 2 * S)], 1)
         answer_mask = torch.cat([torch.zeros(m, 1 + 2 * L, dtype=torch.bool), is_value.reshape(m, 2 * S)], 1)
-        return Batch(sequence[:, :-1], sequence[:, 1:], answer_mask[:, 1:], None,
+        # Hidden answers: the input holds '_' where a value is predicted, so a later query cannot
+        # narrow its choice to the values not yet asked (Zoology's inputs carry no answers).
+        shown = sequence if self.params.show_answers else sequence.masked_fill(answer_mask, self.vocab["_"])
+        return Batch(shown[:, :-1], sequence[:, 1:], answer_mask[:, 1:], None,
                      {"length": torch.full((m,), L)})
 
 
