@@ -183,23 +183,25 @@ register_experiment(Experiment(
 
 
 # --- mqar-vs-width (seeds 002 #2, #100, 004 #73; Zoology) ----------------------------------------
-# The recipe, from CPU pilots of attention at width 64 (1.5k-5k steps each, batch 64): seq_len 0
-# packs the query region tight (L slots for L pairs, 4L tokens), so a quarter of all tokens carry
-# a loss, against ~15% with 32 tokens of padding slots; 4 heads and lr 3e-3 did as well as or
-# better than 2 heads, lr 1e-3 or 1e-2, weight decay, learned/T5-bias positions or 2x the steps.
-# None of them formed the induction circuit within a CPU budget (layer 1 grows no previous-token
-# head): attention stays at ~85% / 60% / 43% per query at 2 / 4 / 8 pairs. Zoology trains ~25k
-# steps of batch 256 on 100k examples; that is out of reach here, so the target is reported unmet.
+# The recipe, from CPU pilots of attention at width 64 (batch 64, 3000 steps, ~3 minutes each):
+# seq_len 0 packs the query region tight (L slots for L pairs, 4L tokens), and the answers are
+# hidden as in Zoology (the query region shows '_' where a value is predicted, so a late query cannot
+# pick among the values not yet asked). With GPT-2's N(0, 0.02) init, attention never formed the
+# induction circuit on a CPU budget (~85% / 60% / 43% per query at 2 / 4 / 8 pairs, whatever the
+# lr, heads, positions, weight decay or 2.7x the steps): at width 64 the query/key gradients start
+# ~100x below the value gradients, the model settles on "one of the values in the context" and its
+# second attention layer fades out. With model.init=fan_in the same model reaches 100% at 2, 4 and 8
+# pairs within 3000 steps. Every mixer gets the same init and budget.
 MQAR_TASK = ["task.name=mqar", "task.seq_len=0", "task.min_pairs=2", "task.max_pairs=8", "task.n_keys=16",
-             "task.n_values=16"]
+             "task.n_values=16", "task.show_answers=false"]
 MQAR_PAIRS = (2, 4, 8)
 # Grid cut for a 2-core CPU: widths 32 and 64 (the target width and one below it), one seed; the
 # issue's width 128 is left out (a width-128 run takes ~9 minutes here, 2.5x width 64). The
 # per-run budget is the same for every mixer.
 MQAR_WIDTHS, MQAR_FAST_WIDTHS = (32, 64), (32,)
 MQAR_MIXERS = ("attention", "mamba", "linear_attention", "h3")
-MQAR_TRAIN = ["model.n_layers=2", "model.n_heads=4", "model.d_state=16", "train.batch_size=64", "train.lr=3e-3",
-              "train.warmup=100", "probes.every=0"]
+MQAR_TRAIN = ["model.n_layers=2", "model.n_heads=4", "model.d_state=16", "model.init=fan_in", "train.batch_size=64",
+              "train.lr=3e-3", "train.warmup=100", "probes.every=0"]
 MQAR_STEPS = 3000
 MQAR_EVAL_SAMPLES, MQAR_FAST_EVAL_SAMPLES = 512, 32
 TARGET_WIDTH, TARGET_ACCURACY = 64, 0.99
@@ -248,7 +250,7 @@ def _mqar_summary(table: pd.DataFrame) -> dict:
         summary["verdict"] = (f"attention reaches {TARGET_ACCURACY:.0%} per query at width {TARGET_WIDTH} for every "
                               "number of pairs tested" if summary["target_met"] else
                               f"attention does NOT reach {TARGET_ACCURACY:.0%} per query at width {TARGET_WIDTH} "
-                              f"(worst {worst:.1%}): no induction circuit forms within this CPU budget")
+                              f"(worst {worst:.1%}) within this CPU budget")
     else:  # the fast mode trains width 32 only
         summary["target_met"] = False
         summary["verdict"] = f"not checked: no attention model of width {TARGET_WIDTH} in this run"
@@ -269,8 +271,9 @@ def mqar_figure(result: ExperimentResult):
 
 register_experiment(Experiment(
     name="mqar-vs-width",
-    description="2-layer models (4 heads for attention) trained 3000 steps (batch 64, lr 3e-3) on MQAR with 2-8 "
-                "key-value pairs and a packed query region (4L tokens, 16 keys and values), width 32/64 "
+    description="2-layer models (4 heads for attention, fan-in init) trained 3000 steps (batch 64, lr 3e-3) on "
+                "MQAR with 2-8 key-value pairs, a packed query region with hidden answers (4L tokens, 16 keys "
+                "and values), width 32/64 "
                 "(width 128 cut for CPU time; one seed): per-query accuracy at 2, 4 and 8 pairs for attention "
                 "(RoPE), Mamba, Based linear attention and H3, with each model's recurrent state size.",
     claim="Attention solves multi-query associative recall at small width; gated convolutions and SSMs need "
@@ -288,7 +291,9 @@ COPY_MODELS = {
     "attention": ["model.d_model=64", "model.n_heads=2"],
     "mamba": ["model.d_model=64", "model.d_state=8"],
 }
-COPY_TRAIN = ["model.n_layers=2", "train.batch_size=64", "train.lr=3e-3", "probes.every=0"]
+# fan-in init for both models, as in mqar-vs-width: with GPT-2's 0.02 at width 64 attention copied
+# 24 symbols 22% of the time after 1000 steps
+COPY_TRAIN = ["model.n_layers=2", "model.init=fan_in", "train.batch_size=64", "train.lr=3e-3", "probes.every=0"]
 COPY_STEPS = 1000
 COPY_SEEDS = (0,)
 
@@ -337,7 +342,7 @@ def copy_figure(result: ExperimentResult):
 
 register_experiment(Experiment(
     name="copy-vs-length",
-    description="2-layer Transformer (RoPE) and Mamba (d_state 8), both width 64, trained to copy strings of "
+    description="2-layer Transformer (RoPE) and Mamba (d_state 8), both width 64 with fan-in init, trained to copy strings of "
                 "1-24 symbols: exact match per length, beside each model's state size at that length.",
     claim="A model with a fixed-size state cannot copy strings longer than its state can hold; Transformers can",
     source="seed 004 #68 (Jelassi et al. 2024, 'Repeat After Me')",
