@@ -99,7 +99,7 @@ def _init_weights(module: nn.Module, scheme: str) -> None:
     for d ~ 768). "fan_in": N(0, 1/fan_in) for linear weights and N(0, 1) for embeddings, the
     scale of PyTorch's own layers. At the widths trained here (d 32-128) 0.02 starts the attention
     logits so near zero that the query/key gradients are ~100x smaller than the value gradients;
-    on recall tasks a 2-layer model then settles on "one of the values in the context" and lets its
+    on recall tasks a 2-layer model can settle on "one of the values in the context" and let its
     second attention layer fade out, where fan_in solves them (see mqar-vs-width's notes)."""
     if isinstance(module, nn.Linear) and type(module) is nn.Linear:
         std = 0.02 if scheme == "gpt2" else module.weight.shape[1] ** -0.5
