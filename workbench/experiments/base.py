@@ -89,14 +89,13 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     The variants train side by side, one process per core (workbench.parallel); workers=1 trains
     them one after another in this process. The fast mode always uses one worker: its runs are
     shorter than a process takes to start. on_done(index, total, variant) follows each run."""
-    from ..parallel import default_workers, train_many
+    from ..parallel import train_many
 
     experiment = get_experiment(name)
     variants = experiment.variants(fast)
     jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
-    workers = 1 if fast else default_workers(len(jobs)) if workers is None else workers
     started = time.time()
-    runs = train_many(jobs, workers=workers, progress=progress,
+    runs = train_many(jobs, workers=1 if fast else workers, progress=progress,
                       on_done=(lambda i, run: on_done(i, len(variants), variants[i])) if on_done else None)
     trained = time.time() - started
     finished = list(zip(variants, runs))

@@ -183,15 +183,10 @@ register_experiment(Experiment(
 
 
 # --- mqar-vs-width (seeds 002 #2, #100, 004 #73; Zoology) ----------------------------------------
-# The recipe, from CPU pilots of attention at width 64 (batch 64, 3000 steps, ~3 minutes each):
-# seq_len 0 packs the query region tight (L slots for L pairs, 4L tokens), and the answers are
-# hidden as in Zoology (the query region shows '_' where a value is predicted, so a late query cannot
-# pick among the values not yet asked). With GPT-2's N(0, 0.02) init, attention never formed the
-# induction circuit on a CPU budget (~85% / 60% / 43% per query at 2 / 4 / 8 pairs, whatever the
-# lr, heads, positions, weight decay or 2.7x the steps): at width 64 the query/key gradients start
-# ~100x below the value gradients, the model settles on "one of the values in the context" and its
-# second attention layer fades out. With model.init=fan_in the same model reaches 100% at 2, 4 and 8
-# pairs within 3000 steps. Every mixer gets the same init and budget.
+# The recipe: seq_len 0 packs the query region tight (L slots for L pairs, 4L tokens); answers are
+# hidden as in Zoology and every mixer gets fan-in init and the same budget. Why those two choices:
+# the pilots in MQAR_NOTES (with GPT-2's 0.02 init and the answers shown, attention never found
+# the induction circuit on this budget).
 MQAR_TASK = ["task.name=mqar", "task.seq_len=0", "task.min_pairs=2", "task.max_pairs=8", "task.n_keys=16",
              "task.n_values=16", "task.show_answers=false"]
 MQAR_PAIRS = (2, 4, 8)
