@@ -158,3 +158,28 @@ def test_allocator_tuning_can_be_turned_off(monkeypatch):
 
     monkeypatch.setenv("WORKBENCH_MALLOC_TUNING", "0")
     assert tune_allocator() is False
+
+
+def test_coupling_relative_bias_follows_the_id_difference_and_falls_beyond_the_clip():
+    model, task = model_and_task("coupling_relative")
+    encoding, clip = model.encoding, model.encoding.CLIP
+    ids = torch.arange(40)[None]
+    bias = encoding.bias(0, ids)[0]  # (H, query, key)
+    assert torch.allclose(encoding.bias(0, ids + 13)[0], bias), "a shift of every id changes nothing"
+    assert torch.allclose(bias[:, 10, 12], bias[:, 20, 22]) and not torch.allclose(bias[:, 10, 12], bias[:, 12, 10])
+    far = bias[:, 30, :30 - clip + 1].flip(-1)  # keys ever further below the query, from the clip on
+    assert (far.diff(dim=1) < 0).all(), "beyond the clip every extra id lowers the score"
+    assert torch.isfinite(encoding.bias(0, torch.arange(2000)[None])).all()
+    batch = task.sample(1, torch.Generator().manual_seed(0), length=4, train=False)
+    assert encoding.embed(batch.position_ids) is None, "single-level ids act through the bias alone"
+    two_level = torch.tensor([[0, 3, 3 + LEVEL_STRIDE]])
+    assert not torch.allclose(encoding.embed(two_level)[0, 1], encoding.embed(two_level)[0, 2])
+    assert torch.allclose(encoding.bias(0, two_level)[0, :, 1, 2], encoding.bias(0, two_level)[0, :, 1, 1])
+
+
+def test_coupling_relative_trains_its_tables_and_slopes():
+    model, task = model_and_task("coupling_relative", "task.max_digits=10")
+    batch = task.sample(16, torch.Generator().manual_seed(0), length=10)
+    logits = model(batch.tokens, batch.position_ids)
+    torch.nn.functional.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask]).backward()
+    assert model.encoding.tables[0].weight.grad.abs().sum() > 0 and model.encoding.slopes.grad.abs().sum() > 0

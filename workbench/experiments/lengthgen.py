@@ -27,7 +27,7 @@ def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_step
 
 
 def _analyze(train_max: int, check_length: int, target_pos: str, target: float, baseline_max: float,
-             baseline_beyond: int, baselines: tuple[str, ...]):
+             baseline_beyond: int, baselines: tuple[str, ...], also_report: tuple[str, ...]):
     def analyze(finished, fast):
         rows = []
         for variant, run in finished:
@@ -42,9 +42,12 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
             summary[f"{target_pos}_at_{check_length}"] = reached
             summary["target_met"] = bool(reached >= target)
         parts = []
-        if target_pos in medians:  # the whole curve past the training range, not only the checked point
-            beyond_training = medians[target_pos][medians.index > train_max]
-            parts.append(f"{target_pos}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
+        for name in (target_pos, *also_report):  # the whole curve past the training range, not only one point
+            if name in medians:
+                beyond_training = medians[name][medians.index > train_max]
+                parts.append(f"{name}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
+                if check_length in medians.index:
+                    summary.setdefault(f"{name}_at_{check_length}", float(medians.loc[check_length, name]))
         for name in baselines:
             if name in medians:
                 beyond = medians[name][medians.index > baseline_beyond]
@@ -68,11 +71,12 @@ def _figure(result: ExperimentResult):
 def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,
               claim, source, paper_number, target_text, check_length, target_pos="coupling", target=0.9,
               baselines=("learned", "nope"), baseline_max=0.1, baseline_beyond=None, seeds=(0, 1),
-              fast_encodings=None, notes=""):
+              fast_encodings=None, notes="", also_report=()):
+    """also_report: encodings whose curve the headline gives beside the target's (not judged)."""
     return register_experiment(Experiment(
         name=name, description=description, claim=claim, source=source, paper_number=paper_number,
         target=target_text, notes=notes,
         variants=_variants(task_overrides, encodings, list(seeds), lengths, model, steps, fast_steps, fast_encodings),
         analyze=_analyze(train_max, check_length, target_pos, target, baseline_max,
-                         baseline_beyond or int(train_max * 1.5), baselines),
+                         baseline_beyond or int(train_max * 1.5), baselines, tuple(also_report)),
         figure=_figure))

@@ -11,6 +11,7 @@ needs (`task_ids`); `ids_for_encoding` makes the task's `ids` follow the model's
 `model.pos=abacus` alone is enough. Two-level ids (multi-operand addition, multiplication) pack
 `significance + LEVEL_STRIDE * level` into one id; `coupling` unpacks them into two learned
 tables, one per level, summed (multi-level position coupling, seed 000 #1).
+`coupling_relative` (positions_relative.py) reads the same ids as a relative bias.
 """
 from __future__ import annotations
 
@@ -99,10 +100,16 @@ class Coupling(TableEncoding):
         nn.init.normal_(self.levels.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:
-        significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
-        if int(level.max()) >= MAX_LEVELS:
-            raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")
+        significance, level = split_levels(positions)
         return super().embed(significance) + self.levels(level)
+
+
+def split_levels(positions: Tensor) -> tuple[Tensor, Tensor]:
+    """Packed two-level coupled ids -> (significance, level)."""
+    significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
+    if int(level.max()) >= MAX_LEVELS:
+        raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")
+    return significance, level
 
 
 @POSITIONS.register("abacus")

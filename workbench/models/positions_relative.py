@@ -1,10 +1,11 @@
 """Relative positional encodings that add a learned bias to the attention logits of each layer.
 
-Both are functions of the query-key distance i - j (>= 0 under the causal mask), so they apply
-unchanged at any length: `t5_bias` buckets distances (exact for short ones, logarithmic up to a
-largest bucket), `fire` maps a log-transformed, progressively interpolated distance through a
-small MLP. Each returns a (1 or B, H, T, T) bias; future keys (j > i) get the value of distance 0
-and are masked by the attention anyway.
+`t5_bias` and `fire` are functions of the query-key distance i - j (>= 0 under the causal mask),
+so they apply unchanged at any length: `t5_bias` buckets distances (exact for short ones,
+logarithmic up to a largest bucket), `fire` maps a log-transformed, progressively interpolated
+distance through a small MLP; future keys (j > i) get the value of distance 0 and are masked by
+the attention anyway. `coupling_relative` reads the task's coupled ids instead of sequence
+positions, with a signed difference. Each returns a (1 or B, H, T, T) bias.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .positions import POSITIONS, PositionalEncoding
+from ..tasks.common import MAX_LEVELS
+from .positions import POSITIONS, PositionalEncoding, split_levels
 
 
 def _shared_rows(positions: Tensor) -> Tensor:
@@ -95,3 +97,47 @@ class Fire(PositionalEncoding):
 
     def bias(self, layer, positions):
         return self.layers[layer](positions)
+
+
+@POSITIONS.register("coupling_relative")
+class CouplingRelative(PositionalEncoding):
+    """Coupled ids read as relative positions (our variant of position coupling, not the paper's).
+
+    The paper feeds coupled ids to a learned absolute table. At d = 64 that table fails beyond
+    ~12 digits: two ids further apart than the training length never share a training sequence,
+    so nothing pushes their attention score down, and at 30 digits a query drifts to far digits
+    (see lengthgen-addition's notes). Here the ids enter only through a per-head bias on the
+    signed id difference key - query: learned for each difference in -CLIP..CLIP, and beyond
+    that the bias at the clip minus a learned per-head slope per extra id (ALiBi's rule; slope
+    through softplus, 1 at init). Every difference a long test produces thus gets a trained value
+    or a penalty that only grows, whatever the length. Signed, not causal-clamped as in t5_bias:
+    an answer digit reads the operand digits one significance above it, whose ids are larger.
+
+    Two-level ids (multi-operand addition, multiplication) add a learned table per level, as
+    `coupling` does; the distance is taken over significance only."""
+
+    name = "coupling_relative"
+    uses_task_ids = True
+    task_ids = "coupling"
+    CLIP = 4
+    SLOPE_AT_INIT = 1.0
+
+    def __init__(self, config, n_layers):
+        super().__init__(config, n_layers)
+        self.tables = nn.ModuleList(nn.Embedding(2 * self.CLIP + 1, self.n_heads) for _ in range(n_layers))
+        raw_slope = math.log(math.expm1(self.SLOPE_AT_INIT))  # softplus(raw_slope) = SLOPE_AT_INIT
+        self.slopes = nn.Parameter(torch.full((n_layers, self.n_heads), raw_slope))
+        self.levels = nn.Embedding(MAX_LEVELS, config.d_model)
+
+    def embed(self, positions: Tensor) -> Tensor | None:
+        _, level = split_levels(positions)
+        if int(level.max()) == 0:
+            return None  # single-level ids: the ids act through the bias alone
+        return self.levels(level)
+
+    def bias(self, layer, positions):
+        significance, _ = split_levels(_shared_rows(positions))
+        difference = significance[:, None, :] - significance[:, :, None]  # (B', query, key): key - query
+        near = self.tables[layer](difference.clamp(-self.CLIP, self.CLIP) + self.CLIP).permute(0, 3, 1, 2)
+        beyond = (difference.abs() - self.CLIP).clamp(min=0).float()[:, None]  # (B', 1, T, T)
+        return near - nn.functional.softplus(self.slopes[layer])[None, :, None, None] * beyond
