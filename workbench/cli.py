@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
     r.add_argument("--workers", type=int, default=None,
                    help="runs trained side by side (default: WORKBENCH_WORKERS or the number of cores)")
+    r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's")
+    r.add_argument("--seeds", default=None, help="only these of the recipe's seeds, e.g. 0 or 0,1")
     r.add_argument("--json", action="store_true")
     rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
     rep.add_argument("--out", default="REPRODUCTIONS.md")
@@ -221,6 +223,13 @@ def cmd_task(args) -> int:
     return 0
 
 
+def _seed_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError("--seeds", text, "expected whole numbers separated by commas, e.g. 0 or 0,1") from None
+
+
 def cmd_experiment(args) -> int:
     from . import experiments
 
@@ -231,7 +240,12 @@ def cmd_experiment(args) -> int:
     if args.experiment_command == "run":
         if args.workers is not None and args.workers < 1:
             raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
-        result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers)
+        budget = None
+        if args.steps is not None or args.seeds is not None:
+            budget = experiments.Budget(args.steps, _seed_list(args.seeds) if args.seeds is not None else None)
+        result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers, budget=budget)
+        if result.budget:
+            print(f"budget: {result.budget} (not the recipe's; REPRODUCTIONS.md keeps the recipe's result)")
         if args.json:
             _print_json({"name": args.name, "table": result.table.to_dict("records"), "summary": result.summary})
         else:

@@ -16,10 +16,11 @@ COPY_WITH_ROPE = ["task.name=copy", "task.eval_lengths=5,10,15,20", "model.pos=r
 
 
 def demo_configs() -> dict[str, RunConfig]:
-    """Seed 0 of the addition study (coupling vs learned positions), and a 2-layer copy model."""
+    """Seed 0 of the addition study (coupled ids as a table and as a relative bias, learned
+    positions), and a 2-layer copy model."""
     variants = get_experiment("lengthgen-addition").variants(False)
     configs = {f"addition, {v.labels['pos']} positions": v.config for v in variants
-               if v.labels["seed"] == 0 and v.labels["pos"] in ("coupling", "learned")}
+               if v.labels["seed"] == 0 and v.labels["pos"] in ("coupling", "coupling_relative", "learned")}
     configs["copy, rope"] = RunConfig.load(None, COPY_WITH_ROPE)
     return configs
 

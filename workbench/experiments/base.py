@@ -39,6 +39,7 @@ class ExperimentResult:
     fast: bool = False
     wall_s: float | None = None  # wall time of the call that last trained runs (None: all came cached)
     workers: int = 1  # runs trained side by side in that call
+    budget: str = ""  # "" for the recipe's own budget, else e.g. "1500 steps, seeds 0" (see Budget)
 
     def figure(self):
         return EXPERIMENTS[self.name].figure(self)
@@ -78,12 +79,55 @@ def results_root() -> Path:
     return data_root() / ".experiments"
 
 
-def result_folder(name: str, fast: bool) -> Path:
-    return results_root() / (f"{name}-fast" if fast else name)
+@dataclass(frozen=True)
+class Budget:
+    """A smaller budget for a recipe: fewer training steps and/or a subset of its seeds. The same
+    analysis runs on it; its result is cached apart from the recipe's, and REPRODUCTIONS.md never
+    reads it. Notebooks use it to fit their full mode into minutes; `--steps`/`--seeds` in the CLI."""
+
+    steps: int | None = None
+    seeds: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if self.steps is not None and self.steps < 1:
+            raise ConfigError("steps", self.steps, "expected a whole number >= 1")
+        if self.seeds is not None and not self.seeds:
+            raise ConfigError("seeds", "", "expected at least one seed, e.g. 0 or 0,1")
+
+    @property
+    def label(self) -> str:
+        parts = ([f"{self.steps} steps"] if self.steps else []) + \
+                ([f"seeds {','.join(map(str, self.seeds))}"] if self.seeds is not None else [])
+        return ", ".join(parts)
+
+    def apply(self, variants: list[Variant]) -> list[Variant]:
+        if self.seeds is not None:
+            known = sorted({v.labels.get("seed", v.config.train.seed) for v in variants})
+            for seed in self.seeds:
+                if seed not in known:
+                    raise ConfigError("seeds", seed, choices=[str(k) for k in known])
+            variants = [v for v in variants if v.labels.get("seed", v.config.train.seed) in self.seeds]
+        if self.steps is not None:
+            variants = [Variant(self._with_steps(v.config), v.labels) for v in variants]
+        return variants
+
+    def _with_steps(self, config: RunConfig) -> RunConfig:
+        # probes and evaluations keep their cadence, capped at the new length so each still runs
+        return config.replace(**{"train.steps": self.steps,
+                                 "probes.every": min(config.probes.every, self.steps),
+                                 "train.eval_every": min(config.train.eval_every, self.steps)})
+
+
+def result_folder(name: str, fast: bool, budget: Budget | None = None) -> Path:
+    folder = f"{name}-fast" if fast else name
+    if budget is not None and budget.label:
+        folder += "-" + budget.label.replace(", ", "-").replace(" ", "").replace(",", "_")
+    return results_root() / folder
 
 
 def run_experiment(name: str, fast: bool = False, progress: bool = True, workers: int | None = None,
-                   on_done: Callable[[int, int, Variant], None] | None = None) -> ExperimentResult:
+                   on_done: Callable[[int, int, Variant], None] | None = None,
+                   budget: Budget | None = None) -> ExperimentResult:
     """Train (or fetch) every variant, analyse, cache and return the result.
 
     The variants train side by side, one process per core (workbench.parallel); workers=1 trains
@@ -92,7 +136,7 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     from ..parallel import train_many
 
     experiment = get_experiment(name)
-    variants = experiment.variants(fast)
+    variants = budget.apply(experiment.variants(fast)) if budget else experiment.variants(fast)
     jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
     started = time.time()
     runs = train_many(jobs, workers=1 if fast else workers, progress=progress,
@@ -106,29 +150,32 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     # plus the analysis, not the seconds this call happened to take; the wall time is kept beside
     # it when this call trained something.
     training = sum(float(run.status().get("elapsed_s") or 0.0) for _, run in finished)
-    previous = load_result(name, fast)
+    previous = load_result(name, fast, budget)
     trained_now = trained > 0.05 * training
     result = ExperimentResult(name, table, summary, [run.run_id for _, run in finished],
                               runtime_s=round(training + analysis, 1), fast=fast,
                               wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
-                              workers=runs.workers if trained_now else previous.workers if previous else 1)
-    save_result(result)
+                              workers=runs.workers if trained_now else previous.workers if previous else 1,
+                              budget=budget.label if budget else "")
+    save_result(result, budget)
     return result
 
 
-def save_result(result: ExperimentResult) -> None:
-    folder = result_folder(result.name, result.fast)
+def save_result(result: ExperimentResult, budget: Budget | None = None) -> None:
+    folder = result_folder(result.name, result.fast, budget)
     runtime = result.runtime_s
     atomic_save(folder / "table.parquet", lambda tmp: result.table.to_parquet(tmp, index=False))
     atomic_write_json(folder / "result.json", {"name": result.name, "summary": result.summary, "run_ids": result.run_ids,
                                                "runtime_s": runtime, "fast": result.fast,
-                                               "wall_s": result.wall_s, "workers": result.workers})
+                                               "wall_s": result.wall_s, "workers": result.workers,
+                                               "budget": result.budget})
 
 
-def load_result(name: str, fast: bool = False) -> ExperimentResult | None:
-    folder = result_folder(name, fast)
+def load_result(name: str, fast: bool = False, budget: Budget | None = None) -> ExperimentResult | None:
+    folder = result_folder(name, fast, budget)
     if not (folder / "result.json").exists():
         return None
     meta = json.loads((folder / "result.json").read_text())
     return ExperimentResult(name, pd.read_parquet(folder / "table.parquet"), meta["summary"], meta["run_ids"],
-                            meta["runtime_s"], meta["fast"], meta.get("wall_s"), meta.get("workers", 1))
+                            meta["runtime_s"], meta["fast"], meta.get("wall_s"), meta.get("workers", 1),
+                            meta.get("budget", ""))

@@ -48,6 +48,11 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
                 parts.append(f"{name}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
                 if check_length in medians.index:
                     summary.setdefault(f"{name}_at_{check_length}", float(medians.loc[check_length, name]))
+        if "target_met" in summary and also_report:  # the verdict names the encoding it judged
+            beside = [f"{name} {summary[f'{name}_at_{check_length}']:.0%}" for name in also_report
+                      if f"{name}_at_{check_length}" in summary]
+            summary["verdict_note"] = f"judged on {target_pos}" + (f"; at {check_length}: " + ", ".join(beside)
+                                                                   if beside else "")
         for name in baselines:
             if name in medians:
                 beyond = medians[name][medians.index > baseline_beyond]

@@ -42,7 +42,8 @@ def _cells(*values) -> str:
 
 def _verdict(summary: dict) -> str:
     if "target_met" in summary:
-        return "reproduced" if summary["target_met"] else "NOT reproduced at this scale"
+        verdict = "reproduced" if summary["target_met"] else "NOT reproduced at this scale"
+        return verdict + (f" ({summary['verdict_note']})" if summary.get("verdict_note") else "")
     return summary.get("verdict", "see summary")
 
 

@@ -3,5 +3,5 @@ from . import allocator  # noqa: F401  (glibc keeps freed activations: no page f
 from .hooks import HookedModule, HookPoint  # noqa: F401
 from .mixers import MIXERS, Mixer, MixerContext, register_mixer  # noqa: F401
 from .positions import POSITIONS, PositionalEncoding  # noqa: F401
-from . import positions_relative  # noqa: F401  (registers t5_bias, fire)
+from . import positions_relative  # noqa: F401  (registers t5_bias, fire, coupling_relative)
 from .transformer import SequenceModel, build_model  # noqa: F401
