@@ -15,7 +15,7 @@ def test_a_budget_changes_steps_and_seeds_and_is_cached_apart(data_dir):
     assert {v.labels["pos"] for v in chosen} == {v.labels["pos"] for v in recipe}
 
     result = run_experiment("lengthgen-addition", fast=True, progress=False, budget=Budget(steps=12))
-    assert result.budget == "12 steps" and set(result.table.pos) == {"coupling_relative", "learned"}
+    assert result.budget == "12 steps" and set(result.table.pos) == {"coupling", "coupling_relative", "learned"}
     assert load_result("lengthgen-addition", fast=True) is None, "the recipe's own result is untouched"
     cached = load_result("lengthgen-addition", fast=True, budget=Budget(steps=12))
     assert cached.run_ids == result.run_ids and cached.budget == "12 steps"

@@ -19,7 +19,7 @@ def test_every_lengthgen_recipe_builds_valid_configs():
 
 def test_lengthgen_addition_fast_runs_caches_and_reports(data_dir, tmp_path, capsys):
     result = run_experiment("lengthgen-addition", fast=True, progress=False)
-    assert set(result.table.pos) == {"coupling_relative", "learned"}
+    assert set(result.table.pos) == {"coupling", "coupling_relative", "learned"}
     assert set(result.table.length) == {5, 10, 12, 15, 20, 25, 30}
     assert result.table.exact_match.between(0, 1).all()
     assert "headline" in result.summary and "target_met" in result.summary

@@ -103,12 +103,7 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
         return TrainedRuns(runs, workers=1)
     # One bar over the steps of all runs, read from the status files the children refresh every second
     total = sum(jobs[i][0].train.steps for i in todo)
-    # miniters=1: the bar redraws at every poll from this thread. With tqdm's adaptive miniters a
-    # jump of hundreds of steps raises the threshold, the bar goes quiet for >10 s, and tqdm's monitor
-    # thread redraws it from outside this cell: Jupyter clients (nbconvert, nbval) then never see
-    # the cell become idle and wait until their timeout.
-    bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time", unit="step", disable=not progress,
-               miniters=1)
+    bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time", unit="step", disable=not progress)
     # spawn, not fork: a forked child would inherit the parent's torch thread pools and locks
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         with _children_skip_main_script():  # the pool starts its processes on these submits

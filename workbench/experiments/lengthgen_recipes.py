@@ -62,7 +62,7 @@ lengthgen(
     source="seed 000 #3 (Cho et al. 2024)", paper_number="95.65% exact match at 200 digits (6.67x)",
     target_text=(">= 90% at 30 digits (3x) with coupled ids (judged on coupling_relative, the paper's absolute "
                  "table `coupling` reported beside it); learned and NoPE <= 10% beyond 15"),
-    check_length=30, baseline_beyond=15, fast_encodings=["coupling_relative", "learned"], notes=ADDITION_PILOTS,
+    check_length=30, baseline_beyond=15, fast_encodings=["coupling", "coupling_relative", "learned"], notes=ADDITION_PILOTS,
     target_pos="coupling_relative", also_report=("coupling",))
 
 STRINGS = ["model.n_layers=2", "model.d_model=64", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
