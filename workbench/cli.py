@@ -223,13 +223,6 @@ def cmd_task(args) -> int:
     return 0
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise ConfigError("--seeds", text, "expected whole numbers separated by commas, e.g. 0 or 0,1") from None
-
-
 def cmd_experiment(args) -> int:
     from . import experiments
 
@@ -240,9 +233,12 @@ def cmd_experiment(args) -> int:
     if args.experiment_command == "run":
         if args.workers is not None and args.workers < 1:
             raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
+        from .typed import _coerce
+
         budget = None
         if args.steps is not None or args.seeds is not None:
-            budget = experiments.Budget(args.steps, _seed_list(args.seeds) if args.seeds is not None else None)
+            seeds = _coerce(args.seeds, tuple[int, ...], "--seeds") if args.seeds is not None else None
+            budget = experiments.Budget(args.steps, seeds)
         result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers, budget=budget)
         if result.budget:
             print(f"budget: {result.budget} (not the recipe's; REPRODUCTIONS.md keeps the recipe's result)")
