@@ -37,17 +37,15 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
         medians = table.groupby(["pos", "length"])["exact_match"].median().unstack("pos")
         summary = {"train_max": train_max, "medians": {str(k): {p: round(float(v), 4) for p, v in row.items()}
                                                         for k, row in medians.iterrows()}}
-        if target_pos in medians and check_length in medians.index:
-            reached = float(medians.loc[check_length, target_pos])
-            summary[f"{target_pos}_at_{check_length}"] = reached
-            summary["target_met"] = bool(reached >= target)
         parts = []
         for name in (target_pos, *also_report):  # the whole curve past the training range, not only one point
             if name in medians:
                 beyond_training = medians[name][medians.index > train_max]
                 parts.append(f"{name}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
                 if check_length in medians.index:
-                    summary.setdefault(f"{name}_at_{check_length}", float(medians.loc[check_length, name]))
+                    summary[f"{name}_at_{check_length}"] = float(medians.loc[check_length, name])
+        if f"{target_pos}_at_{check_length}" in summary:
+            summary["target_met"] = bool(summary[f"{target_pos}_at_{check_length}"] >= target)
         if "target_met" in summary and also_report:  # the verdict names the encoding it judged
             beside = [f"{name} {summary[f'{name}_at_{check_length}']:.0%}" for name in also_report
                       if f"{name}_at_{check_length}" in summary]
