@@ -20,6 +20,7 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from . import __version__
+from .batch_stream import BatchStream
 from .config import RunConfig
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
@@ -60,13 +61,14 @@ def build_state(config: RunConfig, task) -> TrainingState:
 
 
 # --- checkpoints (safetensors only: no pickles) ---------------------------------------------------
-def save_checkpoint(run: Run, state: TrainingState) -> None:
+def save_checkpoint(run: Run, state: TrainingState, data_state: torch.Tensor | None = None) -> None:
+    """data_state: the data generator's state that draws the next step's batch (default: its current state)."""
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in state.model.state_dict().items()}
     optim = state.optimizer.state_dict()
     for index, values in optim["state"].items():
         for key, value in values.items():
             tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).contiguous()
-    tensors["rng.data"] = state.data.get_state()
+    tensors["rng.data"] = state.data.get_state() if data_state is None else data_state
     metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"])}
     atomic_save(run.path / "checkpoint.safetensors", lambda tmp: save_file(tensors, tmp, metadata=metadata))
 
@@ -125,6 +127,8 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None) 
     except Exception as error:
         loop.save(status="failed", error=f"{type(error).__name__}: {error}")
         raise
+    finally:
+        loop.batches.close()
 
 
 class _Loop:
@@ -137,6 +141,13 @@ class _Loop:
         self.probes = probe_names(config.probes)
         self.last_status = 0.0
         self.last_loss = float("nan")
+        self.batches = BatchStream(self.draw, state.data)
+
+    def draw(self, generator: torch.Generator):
+        batch = self.task.sample(self.config.train.batch_size, generator)
+        if self.config.task.random_labels:
+            batch = randomize_labels(batch, len(self.task.vocab), self.config.train.seed)
+        return batch
 
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.started
@@ -144,7 +155,7 @@ class _Loop:
     def save(self, status: str, **extra) -> None:
         """Persist everything finished so far: metrics, checkpoint, status (in that order)."""
         self.run_.write_metrics(metrics_frame(self.rows))
-        save_checkpoint(self.run_, self.state)
+        save_checkpoint(self.run_, self.state, self.batches.resume_state())
         self.run_.write_status(status=status, step=self.state.step, elapsed_s=round(self.elapsed(), 3),
                                last_loss=self.last_loss, **extra)
 
@@ -164,14 +175,13 @@ class _Loop:
             step = state.step
             if c.probes.every and step % c.probes.every == 0:
                 self.probe(step)
-            batch = self.task.sample(c.train.batch_size, state.data)
-            if c.task.random_labels:
-                batch = randomize_labels(batch, len(self.task.vocab), c.train.seed)
+            prepared = self.batches.next()
+            batch = prepared.batch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(c, step)
             logits = model(batch.tokens, batch.position_ids)
-            mask = batch.loss_mask
-            loss = F.cross_entropy(logits[mask], batch.targets[mask])
+            # the same rows, in the same order, as logits[batch.loss_mask]: identical loss and gradients
+            loss = F.cross_entropy(logits.flatten(0, 1).index_select(0, prepared.loss_rows), prepared.loss_targets)
             if not torch.isfinite(loss):
                 self.last_loss = loss.item()
                 self.record("loss", float("nan"), step)

@@ -1,0 +1,61 @@
+"""The batch stream draws ahead on a thread but must give exactly the batches of drawing in the loop."""
+import pytest
+import torch
+
+from workbench.batch_stream import BatchStream
+from workbench.tasks import build_task
+
+TASK = build_task("addition", {"max_digits": 6})
+
+
+def draw(generator):
+    return TASK.sample(8, generator)
+
+
+def test_the_stream_gives_the_batches_of_drawing_in_order():
+    direct = torch.Generator().manual_seed(3)
+    stream = BatchStream(draw, torch.Generator().manual_seed(3))
+    try:
+        for _ in range(5):
+            expected, got = draw(direct), stream.next()
+            assert torch.equal(got.batch.tokens, expected.tokens)
+            assert torch.equal(got.loss_targets, expected.targets[expected.loss_mask])
+            flat = torch.zeros(expected.tokens.numel(), dtype=torch.bool)
+            flat[got.loss_rows] = True
+            assert torch.equal(flat.view_as(expected.loss_mask), expected.loss_mask)
+    finally:
+        stream.close()
+
+
+def test_resume_state_draws_the_next_batch_again():
+    stream = BatchStream(draw, torch.Generator().manual_seed(5))
+    try:
+        stream.next(), stream.next()
+        state = stream.resume_state()  # the third batch is already drawn, not yet used
+        third = stream.next()
+        again = draw(torch.Generator().set_state(state))
+        assert torch.equal(again.tokens, third.batch.tokens)
+    finally:
+        stream.close()
+
+
+def test_a_failing_draw_raises_in_next_and_leaves_a_resumable_state():
+    calls = {"n": 0}
+
+    def flaky(generator):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ValueError("task.max_digits: bad")
+        return draw(generator)
+
+    stream = BatchStream(flaky, torch.Generator().manual_seed(7))
+    try:
+        stream.next()
+        with pytest.raises(ValueError, match="max_digits"):
+            stream.next()
+        second = draw(torch.Generator().set_state(stream.resume_state()))
+        expected = torch.Generator().manual_seed(7)
+        draw(expected)
+        assert torch.equal(second.tokens, draw(expected).tokens)
+    finally:
+        stream.close()
