@@ -17,7 +17,7 @@ from torch import Tensor
 from ..hooks import HookPoint
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
-from .common import future_mask
+from .common import future_bias, future_mask
 
 # Clipped softmax (Bondarenko et al. 2023, seed 004 #198): stretch to [gamma, zeta], clip to [0, 1],
 # so a head can output exact zeros without pushing logits to infinity.
@@ -48,12 +48,16 @@ class Attention(Mixer):
         return q, k, v
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
-        T = q.shape[-2]
-        # the 1/sqrt(d) goes on q (T x d numbers) rather than on the T x T scores
-        scores = (q * (1.0 / math.sqrt(self.head_dim))) @ k.transpose(-1, -2)
+        B, H, T, head_dim = q.shape
+        q = q * (1.0 / math.sqrt(head_dim))  # on q (T x d numbers) rather than on the T x T scores
         bias = context.encoding.bias(self.layer_index, context.positions)
-        if bias is not None:
-            scores = scores + bias
+        if bias is None:
+            # The batched matmul adds the causal mask as it writes the scores (one pass over T x T
+            # instead of two). Adding 0 or -inf is exact: the same scores as masking afterwards.
+            mask = future_bias(T, q.device, q.dtype)
+            return torch.baddbmm(mask, q.reshape(B * H, T, head_dim), k.reshape(B * H, T, head_dim).transpose(1, 2)
+                                 ).view(B, H, T, T)
+        scores = q @ k.transpose(-1, -2) + bias
         return scores.masked_fill_(future_mask(T, q.device), float("-inf"))  # a fresh tensor: in place is safe
 
     def pattern(self, scores: Tensor) -> Tensor:

@@ -22,6 +22,12 @@ def future_mask(T: int, device) -> Tensor:
     return torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
 
 
+@functools.lru_cache(maxsize=32)
+def future_bias(T: int, device, dtype) -> Tensor:
+    """(T, T) additive mask: 0 where the key position s <= the query position t, -inf after."""
+    return torch.zeros(T, T, device=device, dtype=dtype).masked_fill_(future_mask(T, device), float("-inf"))
+
+
 def channel_mean_map(per_channel: Tensor) -> Tensor:
     """(B, channels, T, T) signed maps -> (B, 1, T, T): the mean of |map| over channels.
 
