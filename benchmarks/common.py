@@ -2,8 +2,9 @@
 model-FLOPs utilization and a markdown table printer.
 
 Timing on a shared CPU is noisy, so every comparison is measured in one process, with the
-contestants interleaved (A B A B ...) after a warm-up, and each reported number is the median over
-rounds. Ratios come from the same run; they are printed, never asserted.
+contestants interleaved (A B A B ...) after a warm-up, and each reported time is the median over
+rounds. Ratios come from the same run: the median of the ratios measured within each round, with
+their range over rounds (paired_speedup). They are printed, never asserted.
 
 Model-FLOPs utilization (MFU), as in Kaplan et al. 2020 (Table 1) and the PaLM paper (App. B):
 
@@ -42,8 +43,9 @@ def set_threads(threads: int) -> int:
     return torch.get_num_threads()
 
 
-def interleaved(contestants: dict[str, Callable[[], float]], rounds: int, warmup: int = 1) -> dict[str, float]:
-    """Median over `rounds` of what each contestant's callable returns (seconds per unit of work).
+def interleaved_samples(contestants: dict[str, Callable[[], float]], rounds: int,
+                        warmup: int = 1) -> dict[str, list[float]]:
+    """Each contestant's callable (seconds per unit of work), once per round, for `rounds` rounds.
 
     Contestants run in turn within a round (A B C, A B C, ...), so a burst of load from another
     job hits all of them alike. A contestant returning None is skipped (not available)."""
@@ -56,7 +58,26 @@ def interleaved(contestants: dict[str, Callable[[], float]], rounds: int, warmup
             value = fn()
             if value is not None:
                 samples[name].append(value)
-    return {name: statistics.median(values) for name, values in samples.items() if values}
+    return {name: values for name, values in samples.items() if values}
+
+
+def interleaved(contestants: dict[str, Callable[[], float]], rounds: int, warmup: int = 1) -> dict[str, float]:
+    """Median over `rounds` of what each contestant's callable returns (see interleaved_samples)."""
+    return {name: statistics.median(values) for name, values in interleaved_samples(contestants, rounds, warmup).items()}
+
+
+def paired_speedup(samples: dict[str, list[float]], fast: str, slow: str) -> str:
+    """How many times faster `fast` ran than `slow`: the median over rounds of the ratio measured
+    within each round (slow's seconds / fast's), with the range over rounds in brackets.
+
+    Pairing within a round cancels the load that drifts between rounds, which moves both
+    contestants of a round alike; the range shows what is left of the machine's noise."""
+    if fast not in samples or slow not in samples:
+        return "n/a"
+    ratios = [s / f for f, s in zip(samples[fast], samples[slow])]
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}x"
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def seconds_per_call(fn: Callable[[], object], calls: int) -> float:

@@ -12,10 +12,12 @@ shows what listening costs in each library.
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 
-from common import (DEFAULT_THREADS, TL_MISSING, interleaved, ratio, seconds_per_call, set_threads, table,
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, paired_speedup, seconds_per_call, set_threads,
+                    table,
                     transformer_lens)
 from throughput import SHAPES, Shape, random_batch, transformer_lens_model
 
@@ -62,23 +64,26 @@ def main() -> None:
     threads = set_threads(args.threads)
     import workbench.models  # noqa: F401  (the allocator tuning, before any contestant allocates)
     print(f"## Hooked forward\n\nEval mode, no grad, every layer's attention pattern and MLP activation cached; "
-          f"{threads} thread(s), median of {args.rounds} interleaved rounds of {args.calls} forwards. "
+          f"{threads} thread(s), median of {args.rounds} interleaved rounds of {args.calls} forwards; ratios: median of the "
+          f"per-round ratios (range over rounds). "
           f"Importing workbench tunes glibc's allocator (workbench/models/allocator.py); it applies to "
           f"every contestant in this process alike.")
     for name in args.shapes.split(","):
         shape = SHAPES[name]
         with torch.no_grad():
-            seconds = interleaved(contestants(shape, args.calls), args.rounds)
-        tl = seconds.get("TransformerLens run_with_cache")
+            samples = interleaved_samples(contestants(shape, args.calls), args.rounds)
+        seconds = {name: statistics.median(values) for name, values in samples.items()}
         rows = []
         for contestant in ("workbench forward", "workbench run_with_cache", "TransformerLens forward",
                            "TransformerLens run_with_cache"):
             if contestant not in seconds:
                 rows.append([contestant, TL_MISSING, "", ""])
                 continue
-            own_forward = seconds[contestant.split()[0] + " forward"]
-            rows.append([contestant, f"{seconds[contestant] * 1e3:.2f}", ratio(seconds[contestant], own_forward),
-                         ratio(tl, seconds[contestant]) if contestant.endswith("run_with_cache") else ""])
+            own_forward = contestant.split()[0] + " forward"
+            rows.append([contestant, f"{seconds[contestant] * 1e3:.2f}",
+                         paired_speedup(samples, own_forward, contestant),
+                         paired_speedup(samples, contestant, "TransformerLens run_with_cache")
+                         if contestant.endswith("run_with_cache") else ""])
         print(f"\nShape {name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
               f"T={shape.T}, batch {shape.batch}\n")
         print(table(["call", "ms / forward", "cost vs own plain forward", "speed-up vs TransformerLens cache"], rows),

@@ -19,6 +19,7 @@ excluded) through a subclass of the loop that only adds two timestamps.
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from common import (DEFAULT_THREADS, TL_MISSING, interleaved, matmul_parameters, matmul_peak, mfu, ratio,
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, matmul_parameters, matmul_peak, mfu,
+                    paired_speedup,
                     seconds_per_call, set_threads, table, training_flops_per_token, transformer_lens)
 from plain_decoder import PlainDecoder, make_optimizer, training_step
 
@@ -158,7 +160,8 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
                    "workbench train(), probes every 100": train_loop_contestant(shape, 100, loop_steps)}
     if transformer_lens() is not None:
         contestants["TransformerLens"] = transformer_lens_contestant(shape, model_steps)[1]
-    seconds = interleaved(contestants, rounds)
+    samples = interleaved_samples(contestants, rounds)
+    seconds = {name: statistics.median(values) for name, values in samples.items()}
     tokens = shape.batch * shape.T
     flops = training_flops_per_token(matmul_parameters(plain_model), shape.n_layers, shape.T, shape.d_model)
     rate = {name: tokens / s for name, s in seconds.items()}
@@ -170,11 +173,12 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
             rows.append([name, TL_MISSING, "", "", "", ""])
             continue
         rows.append([name, f"{seconds[name] * 1e3:.1f}", f"{rate[name]:,.0f}",
-                     f"{100 * mfu(rate[name], flops, peak):.1f}%", ratio(rate[name], rate["plain"]),
-                     ratio(rate[name], rate.get("TransformerLens"))])
+                     f"{100 * mfu(rate[name], flops, peak):.1f}%", paired_speedup(samples, name, "plain"),
+                     paired_speedup(samples, name, "TransformerLens")])
     header = (f"Shape {shape.name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
               f"d_mlp={shape.d_mlp}, T={shape.T}, batch {shape.batch}, vocab {VOCAB}; {threads} thread(s); "
-              f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds")
+              f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds; ratios: median of the "
+              f"per-round ratios (range over rounds)")
     return header, table(["contestant", "ms / step", "tokens / s", "MFU", "vs plain", "vs TransformerLens"], rows)
 
 
