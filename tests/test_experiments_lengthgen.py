@@ -53,3 +53,31 @@ def test_report_keeps_earlier_measurements_it_has_no_cache_for(data_dir, tmp_pat
     assert "not run yet (`workbench experiment run lengthgen-copy`)" in report  # nothing to keep
     assert "## Pilots and diagnostics" in report and "weight decay" in report
     assert write_report(out).read_text() == report  # rewriting is stable
+
+
+class _FakeRun:
+    def __init__(self, curve: dict[int, float]):
+        self.curve = curve
+
+    def metrics(self):
+        import pandas as pd
+
+        return pd.DataFrame([{"step": 100, "probe": "exact_match", "layer": -1, "head": -1, "length": k, "value": v}
+                             for k, v in self.curve.items()])
+
+
+def test_a_baseline_that_never_fit_the_trained_lengths_is_named_in_the_verdict():
+    """Failing beyond the training length says nothing about a baseline that failed within it."""
+    from workbench.experiments.base import Variant
+    from workbench.experiments.lengthgen import _analyze
+
+    analyze = _analyze(train_max=10, check_length=20, target_pos="coupling", target=0.9, baseline_max=0.1,
+                       baseline_beyond=15, baselines=("learned", "nope"), also_report=())
+    curves = {"coupling": {10: 1.0, 20: 0.95}, "learned": {10: 0.2, 20: 0.0}, "nope": {10: 0.97, 20: 0.0}}
+    finished = [(Variant(None, {"pos": pos, "seed": seed}), _FakeRun(curve))
+                for pos, curve in curves.items() for seed in (0, 1)]
+    _, summary = analyze(finished, fast=False)
+    assert summary["target_met"] and summary["learned_below_0.1"]
+    assert summary["at_10"] == {"coupling": 1.0, "learned": 0.2, "nope": 0.97}
+    assert "not fitted in training: learned 20% at 10" in summary["verdict_note"]
+    assert "nope" not in summary["verdict_note"]  # it fit, so its failure beyond 15 counts

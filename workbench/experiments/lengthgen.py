@@ -10,6 +10,9 @@ from ..reports import length_table
 from .base import Experiment, ExperimentResult, Variant, register_experiment
 
 
+FITS = 0.5  # exact match at the longest trained length below which a baseline has not learned the task
+
+
 def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
     def make(fast: bool) -> list[Variant]:
         chosen = (fast_encodings or encodings) if fast else encodings
@@ -59,6 +62,15 @@ def _analyze(train_max: int, check_length: int, target_pos: str, target: float, 
                 summary[f"{name}_below_{baseline_max}"] = bool(best is None or best <= baseline_max)
                 if best is not None:
                     parts.append(f"{name} at most {best:.0%} beyond {baseline_beyond}")
+        if train_max in medians.index:  # a baseline that never fit the trained lengths proves nothing beyond them
+            fit = {name: float(medians.loc[train_max, name]) for name in medians.columns}
+            summary[f"at_{train_max}"] = {name: round(value, 4) for name, value in fit.items()}
+            unfit = [name for name in baselines if name in fit and fit[name] < FITS]
+            if unfit:
+                note = ("not fitted in training: " + ", ".join(f"{name} {fit[name]:.0%}" for name in unfit)
+                        + f" at {train_max}")
+                parts.append(note)
+                summary["verdict_note"] = "; ".join(filter(None, [summary.get("verdict_note"), note]))
         seeds = table.groupby("pos")["seed"].nunique().min()
         summary["headline"] = "; ".join(p for p in parts if p) + f" (median of {seeds} seed{'s' if seeds > 1 else ''})"
         return table, summary
