@@ -40,6 +40,23 @@ def test_same_seed_same_data(name, seed, train):
     assert equal(first, again)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_sampling_leaves_torch_global_generator_alone(name, monkeypatch):
+    """The trainer draws batches on a worker thread while the model may draw from the global
+    generator (randomized positions): a task must use only the generator it is given, neither
+    drawing from the global one nor reseeding it (even if it restores it afterwards)."""
+    def reseeds(*args, **kwargs):
+        raise AssertionError(f"task {name} reseeds torch's global generator")
+
+    task = build_task(name)
+    before = torch.get_rng_state()
+    monkeypatch.setattr(torch, "manual_seed", reseeds)
+    monkeypatch.setattr(torch, "set_rng_state", reseeds)
+    task.sample(8, torch.Generator().manual_seed(0), train=True)
+    monkeypatch.undo()
+    assert torch.equal(torch.get_rng_state(), before)
+
+
 @FAST
 @given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**31), scale=st.sampled_from([None, 1, 2, 4]),
        train=st.booleans())

@@ -65,9 +65,10 @@ class MarkovICL(Task):
         """(m, S^k, S) transition rows from Dirichlet(beta), reproducible from `generator`."""
         S, contexts = self.params.states, self.params.states ** self.params.order
         seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
-        with torch.random.fork_rng(devices=[]):  # torch's gamma sampler takes no generator
-            torch.manual_seed(seed)
-            gamma = torch._standard_gamma(torch.full((m, contexts, S), float(self.params.beta), dtype=torch.float64))
+        # A generator of its own, seeded from the task's: the same draws as seeding torch's global
+        # generator (what this did before), without touching it from the trainer's data thread.
+        gamma = torch._standard_gamma(torch.full((m, contexts, S), float(self.params.beta), dtype=torch.float64),
+                                      generator=torch.Generator().manual_seed(seed))
         return gamma / gamma.sum(-1, keepdim=True)
 
     def _fixed_length(self, L: int, m: int, generator) -> Batch:
