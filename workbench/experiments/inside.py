@@ -230,6 +230,7 @@ A seed counts when its final density falls strictly with width:
 | learning rate 1e-2 (from 3e-3) | 0.32 0.27 0.29; 0.33 0.33 0.27; 0.38 0.29 0.29 | 0 of 3 |
 | batch 16 (from 64), noisier steps | 0.36 0.34 0.35; 0.38 0.32 0.36; 0.37 0.37 0.38 | 0 of 3 |
 | weight decay 0.1 (from 0) | 0.37 0.35 0.35; 0.36 0.33 0.35; 0.37 0.35 0.37 | 1 of 3 |
+| random labels (loss never reaches zero, so the gradient noise stays) | 0.31 0.28 0.30; 0.28 0.38 0.29; 0.35 0.26 0.29 | 0 of 3 |
 | d_model 32 / 64 / 128 at ratio 4, as the paper's model sizes scale (2000 steps) | 0.37 0.34 0.37; 0.32 0.37 0.28; 0.35 0.38 0.34 | 0 of 3 |
 
 Density falls from ~0.50 in every run, which is the first half of the claim. The width order never
