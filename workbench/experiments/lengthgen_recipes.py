@@ -52,6 +52,12 @@ positions and a score that can only fall with the id distance, nothing a 30-digi
 outside what training fixed. `coupling_relative` is our variant, not the paper's recipe; the sweep
 trains both (3000 steps, down from 4000, so that four encodings x two seeds fit the issue's 20
 minutes on 2 cores) and judges the target on it.
+
+The baselines do not fit the training lengths at this budget: at 3000 steps the recipe's 1-layer
+learned and NoPE models score 0% at 10 digits, so their 0% beyond 15 says nothing about length
+generalization (the verdict says so). A 2-layer learned model (the same width, 3000 steps) does no
+better: 9% and 97% at 5 digits (seeds 0 and 1), 0% at 10. A fair baseline needs a budget at which
+it fits 10 digits; we have not found one that keeps the sweep under 20 minutes.
 """
 
 lengthgen(
