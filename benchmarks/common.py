@@ -61,9 +61,13 @@ def interleaved_samples(contestants: dict[str, Callable[[], float]], rounds: int
     return {name: values for name, values in samples.items() if values}
 
 
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def interleaved(contestants: dict[str, Callable[[], float]], rounds: int, warmup: int = 1) -> dict[str, float]:
     """Median over `rounds` of what each contestant's callable returns (see interleaved_samples)."""
-    return {name: statistics.median(values) for name, values in interleaved_samples(contestants, rounds, warmup).items()}
+    return medians(interleaved_samples(contestants, rounds, warmup))
 
 
 def paired_speedup(samples: dict[str, list[float]], fast: str, slow: str) -> str:

@@ -12,13 +12,11 @@ shows what listening costs in each library.
 from __future__ import annotations
 
 import argparse
-import statistics
 
 import torch
 
-from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, paired_speedup, seconds_per_call, set_threads,
-                    table,
-                    transformer_lens)
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, medians, paired_speedup, seconds_per_call,
+                    set_threads, table, transformer_lens)
 from throughput import SHAPES, Shape, random_batch, transformer_lens_model
 
 WANTED = ("hook_pattern", "hook_post")
@@ -72,7 +70,7 @@ def main() -> None:
         shape = SHAPES[name]
         with torch.no_grad():
             samples = interleaved_samples(contestants(shape, args.calls), args.rounds)
-        seconds = {name: statistics.median(values) for name, values in samples.items()}
+        seconds = medians(samples)
         rows = []
         for contestant in ("workbench forward", "workbench run_with_cache", "TransformerLens forward",
                            "TransformerLens run_with_cache"):

@@ -19,7 +19,6 @@ excluded) through a subclass of the loop that only adds two timestamps.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,9 +26,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, matmul_parameters, matmul_peak, mfu,
-                    paired_speedup,
-                    seconds_per_call, set_threads, table, training_flops_per_token, transformer_lens)
+from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, matmul_parameters, matmul_peak, medians,
+                    mfu, paired_speedup, seconds_per_call, set_threads, table, training_flops_per_token,
+                    transformer_lens)
 from plain_decoder import PlainDecoder, make_optimizer, training_step
 
 VOCAB = 15  # addition: PAD BOS EOS, ten digits, + and =
@@ -161,7 +160,7 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
     if transformer_lens() is not None:
         contestants["TransformerLens"] = transformer_lens_contestant(shape, model_steps)[1]
     samples = interleaved_samples(contestants, rounds)
-    seconds = {name: statistics.median(values) for name, values in samples.items()}
+    seconds = medians(samples)
     tokens = shape.batch * shape.T
     flops = training_flops_per_token(matmul_parameters(plain_model), shape.n_layers, shape.T, shape.d_model)
     rate = {name: tokens / s for name, s in seconds.items()}
