@@ -106,3 +106,34 @@ def test_an_interrupt_right_after_the_run_says_running_is_recorded(data_dir, mon
     run = open_run(tiny().run_id)
     assert run.status()["status"] == "interrupted"
     assert (run.path / "checkpoint.safetensors").exists()
+
+
+def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(data_dir, tmp_path, monkeypatch):
+    """A SIGINT arriving between the forward and the backward pass (the batch drawn, the step not
+    taken) must not cost that batch: the run stops at the end of the step and resumes exactly."""
+    import os
+    import signal
+
+    import workbench.train as training
+
+    reference = train(tiny(), progress=False, root=tmp_path / "reference").metrics()
+    real_loss = training.F.cross_entropy
+    calls = {"n": 0}
+
+    def signal_mid_step(*args, **kwargs):
+        if torch.is_grad_enabled():
+            calls["n"] += 1
+            if calls["n"] == 13:
+                os.kill(os.getpid(), signal.SIGINT)
+        return real_loss(*args, **kwargs)
+
+    monkeypatch.setattr(training.F, "cross_entropy", signal_mid_step)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), progress=False)
+    run = open_run(tiny().run_id)
+    assert run.status()["status"] == "interrupted" and run.status()["step"] == 13
+    monkeypatch.setattr(training.F, "cross_entropy", real_loss)
+    resumed = train(tiny(), progress=False)
+    assert resumed.status()["status"] == "completed"
+    torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the trainer's handler is gone

@@ -6,11 +6,14 @@ infinite loss stops the run and records it as diverged.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -120,7 +123,8 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None) 
                          created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
                          label=label or status.get("label", ""), versions=_versions(), error=None,
                          n_parameters=sum(p.numel() for p in state.model.parameters()))
-        return loop.run()
+        with _stop_at_step_end(loop):
+            return loop.run()
     except KeyboardInterrupt:
         loop.save(status="interrupted")
         raise
@@ -129,6 +133,28 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None) 
         raise
     finally:
         loop.batches.close()
+
+
+@contextlib.contextmanager
+def _stop_at_step_end(loop: "_Loop"):
+    """The first Ctrl-C (or the dashboard's Cancel, a SIGINT too) lets the current step finish and
+    stops at its end, where the model, the optimizer and the data stream agree: the checkpoint then
+    resumes to exactly the uninterrupted run. An interrupt mid-step would save a step half taken, or
+    a batch drawn but not trained on. A second Ctrl-C stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def request_stop(signum, frame):
+        if loop.stop_requested:
+            raise KeyboardInterrupt
+        loop.stop_requested = True
+
+    previous = signal.signal(signal.SIGINT, request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 class _Loop:
@@ -141,6 +167,7 @@ class _Loop:
         self.probes = probe_names(config.probes)
         self.last_status = 0.0
         self.last_loss = float("nan")
+        self.stop_requested = False
         self.batches = BatchStream(self.draw, state.data)
 
     def draw(self, generator: torch.Generator):
@@ -209,6 +236,9 @@ class _Loop:
             elif time.time() - self.last_status > STATUS_INTERVAL_S:
                 self.last_status = time.time()
                 self.run_.write_status(step=state.step, elapsed_s=round(self.elapsed(), 3), last_loss=self.last_loss)
+            if self.stop_requested:
+                bar.close()
+                raise KeyboardInterrupt
         bar.close()
         return self.finish()
 
