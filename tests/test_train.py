@@ -116,7 +116,9 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
 
     import workbench.train as training
 
-    reference = train(tiny(), progress=False, root=tmp_path / "reference").metrics()
+    # 300 steps log the loss averaged over windows of 3 steps; the interrupt falls inside a window
+    config = tiny("train.steps=300", "train.eval_every=100", "train.checkpoint_every=100", "probes.every=100")
+    reference = train(config, progress=False, root=tmp_path / "reference").metrics()
     real_loss = training.F.cross_entropy
     calls = {"n": 0}
 
@@ -129,11 +131,11 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
 
     monkeypatch.setattr(training.F, "cross_entropy", signal_mid_step)
     with pytest.raises(KeyboardInterrupt):
-        train(tiny(), progress=False)
-    run = open_run(tiny().run_id)
+        train(config, progress=False)
+    run = open_run(config.run_id)
     assert run.status()["status"] == "interrupted" and run.status()["step"] == 13
     monkeypatch.setattr(training.F, "cross_entropy", real_loss)
-    resumed = train(tiny(), progress=False)
+    resumed = train(config, progress=False)
     assert resumed.status()["status"] == "completed"
     torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the trainer's handler is gone

@@ -51,6 +51,7 @@ class TrainingState:
     optimizer: torch.optim.Optimizer
     data: torch.Generator
     step: int = 0
+    loss_window: tuple[int, float] = (0, 0.0)  # steps and summed loss since the last logged loss
 
 
 def build_state(config: RunConfig, task) -> TrainingState:
@@ -72,7 +73,8 @@ def save_checkpoint(run: Run, state: TrainingState, data_state: torch.Tensor | N
         for key, value in values.items():
             tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).contiguous()
     tensors["rng.data"] = state.data.get_state() if data_state is None else data_state
-    metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"])}
+    metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"]),
+                "loss_window": json.dumps(list(state.loss_window))}
     atomic_save(run.path / "checkpoint.safetensors", lambda tmp: save_file(tensors, tmp, metadata=metadata))
 
 
@@ -92,6 +94,9 @@ def load_checkpoint(run: Run, state: TrainingState) -> None:
     state.optimizer.load_state_dict({"state": optim_state, "param_groups": json.loads(metadata["param_groups"])})
     state.data.set_state(tensors["rng.data"])
     state.step = int(metadata["step"])
+    if "loss_window" in metadata:  # so the resumed run logs the same averaged losses
+        window, window_loss = json.loads(metadata["loss_window"])
+        state.loss_window = (int(window), float(window_loss))
 
 
 # --- the loop -------------------------------------------------------------------------------------
@@ -196,7 +201,7 @@ class _Loop:
         model.train()
         bar = tqdm(total=c.train.steps, initial=state.step, disable=not self.progress, desc=f"train {self.run_.run_id}",
                    file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
-        window, window_loss = 0, 0.0
+        window, window_loss = state.loss_window
         log_every = max(1, min(50, c.train.steps // 100))
         while state.step < c.train.steps:
             step = state.step
@@ -228,6 +233,7 @@ class _Loop:
                 self.record("lr", learning_rate(c, step), state.step)
                 window, window_loss = 0, 0.0
                 bar.set_postfix(loss=f"{self.last_loss:.4f}", refresh=False)
+            state.loss_window = (window, window_loss)
             bar.update(1)
             if c.train.eval_every and state.step % c.train.eval_every == 0 and state.step < c.train.steps:
                 self.evaluate(state.step)
