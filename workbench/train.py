@@ -65,14 +65,15 @@ def build_state(config: RunConfig, task) -> TrainingState:
 
 
 # --- checkpoints (safetensors only: no pickles) ---------------------------------------------------
-def save_checkpoint(run: Run, state: TrainingState, data_state: torch.Tensor | None = None) -> None:
-    """data_state: the data generator's state that draws the next step's batch (default: its current state)."""
+def save_checkpoint(run: Run, state: TrainingState, data_state: torch.Tensor) -> None:
+    """data_state: the data generator's state that draws the next step's batch (the generator itself
+    has already drawn it: batches are drawn a step ahead, see batch_stream.py)."""
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in state.model.state_dict().items()}
     optim = state.optimizer.state_dict()
     for index, values in optim["state"].items():
         for key, value in values.items():
             tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).contiguous()
-    tensors["rng.data"] = state.data.get_state() if data_state is None else data_state
+    tensors["rng.data"] = data_state
     metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"]),
                 "loss_window": json.dumps(list(state.loss_window))}
     atomic_save(run.path / "checkpoint.safetensors", lambda tmp: save_file(tensors, tmp, metadata=metadata))
