@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 from .errors import ConfigError
+from .typed import _coerce
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -159,7 +160,6 @@ def cmd_show(args) -> int:
 
 
 def cmd_eval_length(args) -> int:
-    from .typed import _coerce
     from .reports import eval_lengths
 
     lengths = _coerce(args.lengths, list[int], "--lengths")
@@ -233,8 +233,6 @@ def cmd_experiment(args) -> int:
     if args.experiment_command == "run":
         if args.workers is not None and args.workers < 1:
             raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
-        from .typed import _coerce
-
         budget = None
         if args.steps is not None or args.seeds is not None:
             seeds = _coerce(args.seeds, tuple[int, ...], "--seeds") if args.seeds is not None else None
