@@ -42,3 +42,8 @@ def make_linear(in_features: int, out_features: int, bias: bool = True, sigma_re
 
 def effective_weight(layer: nn.Linear) -> Tensor:
     return layer.effective_weight() if isinstance(layer, SigmaReparamLinear) else layer.weight
+
+
+def weight_of(linear: nn.Linear) -> Tensor:
+    """The weight the layer multiplies by: sigmaReparam's rescaled one, or the plain parameter."""
+    return linear.effective_weight() if isinstance(linear, SigmaReparamLinear) else linear.weight

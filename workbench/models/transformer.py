@@ -13,9 +13,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .hooks import HookedModule, HookPoint
-from .linear import make_linear
+from .linear import make_linear, weight_of
 from .mixers import MIXERS, MixerContext
 from .positions import POSITIONS
+from .relu_mlp import relu_mlp
 
 
 class MLP(nn.Module):
@@ -43,6 +44,8 @@ class MLP(nn.Module):
         return h
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.config.activation == "relu" and torch.is_grad_enabled() and not self.hook_post.active:
+            return relu_mlp(x, weight_of(self.fc_in), self.fc_in.bias, weight_of(self.fc_out), self.fc_out.bias)
         return self.fc_out(self.hook_post(self.activate(self.fc_in(x))))
 
 
