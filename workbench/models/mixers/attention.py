@@ -15,7 +15,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..hooks import HookPoint
-from ..linear import make_linear
+from ..linear import make_linear, weight_of
+from ..positions import PositionalEncoding
+from .attention_fused import causal_attention
 from .base import Mixer, MixerContext, register_mixer
 from .common import future_bias, future_mask
 
@@ -68,6 +70,9 @@ class Attention(Mixer):
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         B, T, D = x.shape
+        if self.fused_training(x, context):
+            return causal_attention(x, weight_of(self.qkv), self.qkv.bias, weight_of(self.out), self.out.bias,
+                                    self.n_heads)
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
@@ -92,6 +97,14 @@ class Attention(Mixer):
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
         return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+
+    def fused_training(self, x: Tensor, context: MixerContext) -> bool:
+        """Whether this forward is what attention_fused covers (see there): the fast path, in training."""
+        hooked = self.hook_pattern.active or self.hook_scores.active or self.hook_entropy.active
+        rotates = type(context.encoding).rotate is not PositionalEncoding.rotate
+        return (torch.is_grad_enabled() and x.device.type == "cpu" and not hooked and not rotates
+                and self.config.softmax == "standard" and not self.config.logit_scaling and self.gate is None
+                and context.encoding.bias(self.layer_index, context.positions) is None)
 
     def kernel_bias(self, context: MixerContext):
         """This layer's logit bias in the form workbench.kernels takes: None, ALiBi slopes (H,), or
