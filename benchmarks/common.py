@@ -78,10 +78,30 @@ def paired_speedup(samples: dict[str, list[float]], fast: str, slow: str) -> str
     contestants of a round alike; the range shows what is left of the machine's noise."""
     if fast not in samples or slow not in samples:
         return "n/a"
-    ratios = [s / f for f, s in zip(samples[fast], samples[slow])]
+    ratios = round_ratios(samples, fast, slow)
     if len(ratios) == 1:
         return f"{ratios[0]:.2f}x"
     return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def round_ratios(samples: dict[str, list[float]], fast: str, slow: str) -> list[float]:
+    return [s / f for f, s in zip(samples[fast], samples[slow])]
+
+
+def target_lines(samples: dict[str, list[float]], targets: list[tuple[str, str, float]]) -> str:
+    """One line per (fast, slow, least speed-up) target of the issue: the paired median, met or missed,
+    and whether the range over rounds stays on the same side (else the machine's noise decides)."""
+    lines = []
+    for fast, slow, least in targets:
+        if fast not in samples or slow not in samples:
+            continue
+        ratios = round_ratios(samples, fast, slow)
+        median = statistics.median(ratios)
+        verdict = "met" if median >= least else "missed"
+        if len(ratios) > 1 and min(ratios) < least <= max(ratios):
+            verdict += ", within the range over rounds"
+        lines.append(f"- {fast} vs {slow}: {median:.2f}x, target >= {least}x: {verdict}")
+    return "Targets:\n" + "\n".join(lines) if lines else ""
 
 
 def seconds_per_call(fn: Callable[[], object], calls: int) -> float:

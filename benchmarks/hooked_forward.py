@@ -16,7 +16,7 @@ import argparse
 import torch
 
 from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, medians, paired_speedup, seconds_per_call,
-                    set_threads, table, transformer_lens)
+                    set_threads, table, target_lines, transformer_lens)
 from throughput import SHAPES, Shape, random_batch, transformer_lens_model
 
 WANTED = ("hook_pattern", "hook_post")
@@ -84,7 +84,8 @@ def main() -> None:
                          if contestant.endswith("run_with_cache") else ""])
         print(f"\nShape {name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
               f"T={shape.T}, batch {shape.batch}\n")
-        print(table(["call", "ms / forward", "cost vs own plain forward", "speed-up vs TransformerLens cache"], rows),
+        print(table(["call", "ms / forward", "cost vs own plain forward", "speed-up vs TransformerLens cache"], rows))
+        print("\n" + target_lines(samples, [("workbench run_with_cache", "TransformerLens run_with_cache", 1.5)]),
               flush=True)
 
 

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, matmul_parameters, matmul_peak, medians,
-                    mfu, paired_speedup, seconds_per_call, set_threads, table, training_flops_per_token,
-                    transformer_lens)
+                    mfu, paired_speedup, seconds_per_call, set_threads, table, target_lines,
+                    training_flops_per_token, transformer_lens)
 from plain_decoder import PlainDecoder, make_optimizer, training_step
 
 VOCAB = 15  # addition: PAD BOS EOS, ten digits, + and =
@@ -178,7 +178,11 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
               f"d_mlp={shape.d_mlp}, T={shape.T}, batch {shape.batch}, vocab {VOCAB}; {threads} thread(s); "
               f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds; ratios: median of the "
               f"per-round ratios (range over rounds)")
-    return header, table(["contestant", "ms / step", "tokens / s", "MFU", "vs plain", "vs TransformerLens"], rows)
+    targets = target_lines(samples, [("workbench train(), probes off", "plain", 1.0),
+                                     ("workbench train(), probes every 100", "plain", 0.9),
+                                     ("workbench train(), probes off", "TransformerLens", 1.3)])
+    columns = ["contestant", "ms / step", "tokens / s", "MFU", "vs plain", "vs TransformerLens"]
+    return header, table(columns, rows) + "\n\n" + targets
 
 
 def main() -> None:
