@@ -1,10 +1,11 @@
 """Causal multi-head softmax attention, with the options the probes need.
 
-Fast path: scaled_dot_product_attention. While `hook_pattern` or `hook_scores` listens (or for a
-clipped softmax) the T x T pattern is computed explicitly and handed to the hooks. While only
-`hook_entropy` listens, the layer runs through the kernel dispatcher (workbench.kernels), which
-returns the output and every query's entropy without a T x T map, so entropy can be measured at
-lengths where the map would not fit.
+Fast path: scaled_dot_product_attention; in CPU training, with no position bias or rotation, the
+same kernels inside one autograd function (attention_fused.py), which copies less. While
+`hook_pattern` or `hook_scores` listens (or for a clipped softmax) the T x T pattern is computed
+explicitly and handed to the hooks. While only `hook_entropy` listens, the layer runs through the
+kernel dispatcher (workbench.kernels), which returns the output and every query's entropy without
+a T x T map, so entropy can be measured at lengths where the map would not fit.
 """
 from __future__ import annotations
 
