@@ -4,6 +4,9 @@ same code path) for tests and notebooks.
 """
 from __future__ import annotations
 
+import dataclasses
+import statistics
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -157,18 +160,34 @@ measured before; read "2 seeds collapse" as "collapse is typical", not as a per-
 # --- lazy neurons (seeds 000 #9, 004 #95) -----------------------------------------------------------
 LAZY_MODEL = ["task.name=addition", "task.max_digits=4", "model.n_layers=2", "model.d_model=32", "model.n_heads=2",
               "train.lr=3e-3", "train.warmup=20", "train.batch_size=64", "train.threads=1", "probes.entropy=false"]
+# The experiment initializes as the paper's T5 does (Mesh TensorFlow: MLP in N(0, 1/d_model), MLP out
+# N(0, 1/d_mlp), embeddings N(0, 1)), which is model.init=fan_in. With GPT-2's 0.02 (the default,
+# kept by the notebook's short runs) no width order showed on any budget we piloted (notes).
+LAZY_EXPERIMENT = [*LAZY_MODEL, "model.init=fan_in"]
 LAZY_RATIOS = (1, 4, 16)
+LAZY_SEEDS = (0, 1, 2)
 
 
 def lazy_variants(fast: bool) -> list[Variant]:
-    steps, every = (16, 8) if fast else (600, 50)
+    steps, every, seeds = (16, 8, LAZY_SEEDS[:1]) if fast else (1500, 150, LAZY_SEEDS)
     ratios = LAZY_RATIOS[::2] if fast else LAZY_RATIOS
     out = []
-    for ratio, random in [(r, False) for r in ratios] + [(LAZY_RATIOS[1], True)]:
-        config = _config([*LAZY_MODEL, f"model.mlp_ratio={ratio}", f"task.random_labels={str(random).lower()}",
-                          f"train.steps={steps}", f"probes.every={every}"])
-        out.append(Variant(config, {"mlp_width": int(32 * ratio), "labels": "random" if random else "true"}))
+    for seed in seeds:
+        for ratio, random in [(r, False) for r in ratios] + [(LAZY_RATIOS[1], True)]:
+            config = _config([*LAZY_EXPERIMENT, f"model.mlp_ratio={ratio}", f"task.random_labels={str(random).lower()}",
+                              f"train.steps={steps}", f"probes.every={every}", f"train.seed={seed}"])
+            out.append(Variant(config, {"mlp_width": int(32 * ratio), "labels": "random" if random else "true",
+                                        "seed": seed}))
     return out
+
+
+def _strictly_falling(values: list[float]) -> bool:
+    return all(a > b for a, b in zip(values, values[1:]))
+
+
+def _median_range(values: list[float]) -> str:
+    text = f"{statistics.median(values):.2f}"
+    return text + (f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else "")
 
 
 def lazy_analyze(finished, fast):
@@ -180,24 +199,42 @@ def lazy_analyze(finished, fast):
         per_layer = metrics[(metrics.probe == "mlp_nonzero_fraction") & (metrics.step == metrics.step.max())]
         runs.append({**variant.labels, "first": float(density.iloc[0]), "last": float(density.iloc[-1]),
                      "last_per_layer": {str(r.layer): float(r.value) for r in per_layer.itertuples()}})
-    true_labels = sorted([r for r in runs if r["labels"] == "true"], key=lambda r: r["mlp_width"])
-    falls = all(r["last"] < r["first"] for r in runs)
-    wider_sparser = all(a["last"] > b["last"] for a, b in zip(true_labels, true_labels[1:]))
-    densities = ", ".join(f"width {r['mlp_width']}: {r['first']:.2f} -> {r['last']:.2f}" for r in true_labels)
+    seeds = sorted({r["seed"] for r in runs})
+    widths = sorted({r["mlp_width"] for r in runs if r["labels"] == "true"})
+    last = {w: [r["last"] for r in runs if r["labels"] == "true" and r["mlp_width"] == w] for w in widths}
+    first = {w: [r["first"] for r in runs if r["labels"] == "true" and r["mlp_width"] == w] for w in widths}
+    flat = [r for r in runs if r["last"] >= r["first"]]
+    falls = not flat
+    # judged on the median over seeds; each seed's own order is counted beside it
+    wider_sparser = _strictly_falling([statistics.median(last[w]) for w in widths])
+    ordered_seeds = [seed for seed in seeds if _strictly_falling(
+        [r["last"] for r in sorted(runs, key=lambda r: r["mlp_width"]) if r["labels"] == "true" and r["seed"] == seed])]
+    densities = ", ".join(f"width {w}: {statistics.median(first[w]):.2f} -> {_median_range(last[w])}" for w in widths)
     random = [r for r in runs if r["labels"] == "random"]
+    random_text = (f"; random labels {statistics.median([r['first'] for r in random]):.2f} -> "
+                   f"{_median_range([r['last'] for r in random])}" if random else "")
     summary = {"runs": runs, "density_falls": falls, "wider_is_sparser": wider_sparser,
+               "seeds": seeds, "seeds_in_width_order": ordered_seeds,
                "target_met": bool(falls and wider_sparser),
                "verdict": "reproduced" if falls and wider_sparser else
                           "not reproduced at this scale: " + ", ".join(
-                              k for k, ok in [("density did not fall in every run", falls),
+                              k for k, ok in [("density did not fall in every run (" + "; ".join(
+                                                  f"width {r['mlp_width']} {r['labels']} labels seed {r['seed']}: "
+                                                  f"{r['first']:.3f} -> {r['last']:.3f}" for r in flat) + ")", falls),
                                               ("density is not lower for every wider MLP", wider_sparser)] if not ok),
-               "headline": f"MLP density (nonzero fraction) {densities}"
-                           + (f"; random labels {random[0]['first']:.2f} -> {random[0]['last']:.2f}" if random else "")}
+               "headline": f"MLP density (nonzero fraction; median of {len(seeds)} seed(s), range) {densities}"
+                           + random_text + f"; each width sparser than the last on {len(ordered_seeds)} of "
+                           f"{len(seeds)} seed(s)"}
     return pd.DataFrame(rows), summary
 
 
 def lazy_figure(result: ExperimentResult):
-    return _lines(result, [("mlp_nonzero_fraction", "nonzero MLP activations (share)")],
+    """One line per width (and the random-label run): the median over seeds at each probe step."""
+    table = result.table
+    if len(table):
+        keys = [c for c in table.columns if c not in ("seed", "value")]
+        table = table.groupby(keys, as_index=False)["value"].median()
+    return _lines(dataclasses.replace(result, table=table), [("mlp_nonzero_fraction", "nonzero MLP activations (share)")],
                   lambda r: f"width {r['mlp_width']}" + (" random labels" if r["labels"] == "random" else ""))
 
 
@@ -208,22 +245,49 @@ register_experiment(Experiment(
     source="seeds 000 #9, 004 #95 (Li et al. 2023)", paper_number="3.0% nonzero (T5-Base), 6.3% (ViT-B16)",
     target="density falls during training and is lower for wider MLPs",
     variants=lazy_variants, analyze=lazy_analyze, figure=lazy_figure, notes="""
-Does a longer budget bring out the width order? The recipe's three widths trained 5000 steps instead
-of 600 (true labels, pilots outside the cache), MLP density (nonzero share, mean over layers) at the end:
+The recipe initializes as T5 does (model.init=fan_in) and trains 1500 steps on seeds 0, 1, 2; the
+width order is judged on the median over seeds. Until this version it used GPT-2's N(0, 0.02) and
+600 steps, and the width order never showed (the tables further down). We changed the
+initialization because it is the paper's model's (Mesh TensorFlow's feed-forward init:
+N(0, 1/d_model) in, N(0, 1/d_mlp) out), not because a seed agreed; the seeds that disagree are listed.
+
+With T5's initialization (pilots outside the cache, 1500 steps), final MLP density, mean over layers:
+
+| seed | width 32 | width 128 | width 512 | in width order |
+|---|---|---|---|---|
+| 0 | 0.47 | 0.43 | 0.41 | yes |
+| 1 | 0.48 | 0.43 | 0.40 | yes |
+| 2 | 0.46 | 0.45 | 0.40 | yes |
+| 3 | 0.46 | 0.47 | 0.39 | no |
+| 4 | 0.47 | 0.45 | 0.41 | yes |
+| 5 | 0.45 | 0.46 | 0.40 | no |
+
+The widest MLP ends sparsest on 6 of 6 seeds; widths 32 and 128 are within the seed spread of each
+other (strict order on 4 of 6). In the recipe (seeds 0-2) the median order holds and every seed is in
+order, but the narrowest MLP hardly sparsifies (median 0.49 -> 0.47) and on seed 2 not at all
+(0.456 -> 0.459), so "density falls in every run" fails there and the verdict says so. At 600 steps the order held on 2 of 3 seeds (0.49 / 0.47 / 0.46 on
+seed 0). With random labels (1500 steps, seeds 0-2) widths 128 and 512 sparsify (0.52 -> 0.49,
+0.50 -> 0.45 on seed 0) and again end in width order, but width 32 does not fall below its start on
+2 of 3 seeds, and in the first few hundred steps random-label densities rise before they fall.
+
+What stays unlike the paper: the densities end at 40-47%, not its 3-6%. The paper's models are
+100-1000x wider and train for far longer; at our scale the fall is real but shallow, and most of
+the width effect is between 128 and 512 neurons.
+
+With GPT-2's initialization (the recipe before). Does a longer budget bring out the width order?
+The three widths trained 5000 steps instead of 600 (true labels), MLP density at the end:
 
 | seed | width 32 | width 128 | width 512 | in width order |
 |---|---|---|---|---|
 | 0 | 0.42 | 0.37 | 0.36 | yes |
 | 1 | 0.33 | 0.28 | 0.34 | no |
 
-Every density falls (from ~0.50 at init), and it keeps falling well past 600 steps, but the order
-across widths flips between seeds: at this scale the width effect is smaller than the seed-to-seed
-spread, so the recipe stays at 600 steps and the claim stays unreproduced rather than picked from
-the seed that agrees.
+Every density falls (from ~0.50 at init) further than with T5's initialization, but the order across
+widths flips between seeds.
 
-Do other training settings bring it out? Pilots (outside the cache) changed one thing of the recipe
-at a time and trained MLP ratios 1 / 4 / 16 (widths 32 / 128 / 512) for 1500 steps on seeds 0, 1, 2.
-A seed counts when its final density falls strictly with width:
+Do other training settings bring it out? Pilots changed one thing of that recipe at a time and
+trained MLP ratios 1 / 4 / 16 (widths 32 / 128 / 512) for 1500 steps on seeds 0, 1, 2. A seed counts
+when its final density falls strictly with width:
 
 | change from the recipe | final density, width 32 / 128 / 512 (seeds 0; 1; 2) | seeds in width order |
 |---|---|---|
@@ -232,10 +296,11 @@ A seed counts when its final density falls strictly with width:
 | weight decay 0.1 (from 0) | 0.37 0.35 0.35; 0.36 0.33 0.35; 0.37 0.35 0.37 | 1 of 3 |
 | random labels (loss never reaches zero, so the gradient noise stays) | 0.31 0.28 0.30; 0.28 0.38 0.29; 0.35 0.26 0.29 | 0 of 3 |
 | d_model 32 / 64 / 128 at ratio 4, as the paper's model sizes scale (2000 steps) | 0.37 0.34 0.37; 0.32 0.37 0.28; 0.35 0.38 0.34 | 0 of 3 |
+| T5's initialization (model.init=fan_in) | 0.47 0.43 0.41; 0.48 0.43 0.40; 0.46 0.45 0.40 | 3 of 3 |
 
-Density falls from ~0.50 in every run, which is the first half of the claim. The width order never
-shows up beyond the seed-to-seed spread (about 0.05). The paper's models are 100-1000x wider and
-train for far longer, so this is a disagreement at our scale, not a refutation.
+GPT-2's 0.02 is meant for d ~ 768; at d_model 32 it starts the MLP's input weights ~9x smaller
+than fan-in, a different regime from the paper's models, and there the width order did not appear
+beyond the seed-to-seed spread (about 0.05).
 """))
 
 
