@@ -263,10 +263,10 @@ With T5's initialization (pilots outside the cache, 1500 steps), final MLP densi
 | 5 | 0.45 | 0.46 | 0.40 | no |
 
 The widest MLP ends sparsest on 6 of 6 seeds; widths 32 and 128 are within the seed spread of each
-other (strict order on 4 of 6). In the recipe (seeds 0-2) the median order holds and every seed is in
-order, but the narrowest MLP hardly sparsifies (median 0.49 -> 0.47) and on seed 2 not at all
-(0.456 -> 0.459), so "density falls in every run" fails there and the verdict says so. At 600 steps the order held on 2 of 3 seeds (0.49 / 0.47 / 0.46 on
-seed 0). With random labels (1500 steps, seeds 0-2) widths 128 and 512 sparsify (0.52 -> 0.49,
+other (strict order on 4 of 6). In the recipe (seeds 0-2) the median order holds and every seed is
+in order, but the narrowest MLP hardly sparsifies (median 0.49 -> 0.47) and on seed 2 not at all
+(0.456 -> 0.459), so "density falls in every run" fails there and the verdict says so. At 600 steps
+the order held on 2 of 3 seeds (0.49 / 0.47 / 0.46 on seed 0). With random labels (1500 steps, seeds 0-2) widths 128 and 512 sparsify (0.52 -> 0.49,
 0.50 -> 0.45 on seed 0) and again end in width order, but width 32 does not fall below its start on
 2 of 3 seeds, and in the first few hundred steps random-label densities rise before they fall.
 
