@@ -5,6 +5,7 @@ same code path) for tests and notebooks.
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 
 import pandas as pd
@@ -39,11 +40,16 @@ def _series_rows(labels: dict, metric: str, series: pd.Series) -> list[dict]:
     return [{**labels, "metric": metric, "step": int(s), "value": float(v)} for s, v in series.items()]
 
 
+def _natural(name: str) -> list:
+    """Sort key that reads the numbers in a name as numbers: "width 32" before "width 128"."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def _lines(result: ExperimentResult, metrics: list[tuple[str, str]], series_key, markers=None) -> go.Figure:
     """One panel per (metric, axis title); one line per series; optional vertical markers per series."""
     table = result.table
     fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.12)
-    names = sorted(table.apply(series_key, axis=1).unique()) if len(table) else []
+    names = sorted(table.apply(series_key, axis=1).unique(), key=_natural) if len(table) else []
     for col, (metric, title) in enumerate(metrics, start=1):
         rows = table[table.metric == metric]
         for i, name in enumerate(names):
@@ -234,7 +240,8 @@ def lazy_figure(result: ExperimentResult):
     if len(table):
         keys = [c for c in table.columns if c not in ("seed", "value")]
         table = table.groupby(keys, as_index=False)["value"].median()
-    return _lines(dataclasses.replace(result, table=table), [("mlp_nonzero_fraction", "nonzero MLP activations (share)")],
+    return _lines(dataclasses.replace(result, table=table),
+                  [("mlp_nonzero_fraction", "nonzero MLP activations (share, median of seeds)")],
                   lambda r: f"width {r['mlp_width']}" + (" random labels" if r["labels"] == "random" else ""))
 
 
