@@ -57,6 +57,19 @@ def line_figure():
     return paper_style(metric_over_steps(frame, "training loss"), width="single", height=240)
 
 
+def test_a_log_axis_only_when_the_values_span_a_decade():
+    import pandas as pd
+
+    def axis(values, log_y=True):
+        frame = pd.DataFrame({"step": range(len(values)), "value": values, "series": "loss"})
+        return metric_over_steps(frame, "loss", log_y=log_y).layout.yaxis.type
+
+    assert axis([2.5, 0.9, 0.02]) == "log"
+    assert axis([0.31]) == "linear"  # one evaluation point
+    assert axis([0.5, 0.3, 0.06]) == "linear"  # settled within a decade
+    assert axis([2.5, 0.02], log_y=False) == "linear"
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
     return struct.unpack(">II", data[16:24])

@@ -96,5 +96,12 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
         fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00", width=1.5), opacity=1, annotation_text=label,
                       annotation_font_size=9)
     fig.update_xaxes(title="step")
-    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+    fig.update_yaxes(title=y_title, type="log" if log_y and _spans_a_decade(frame.value) else "linear")
     return paper_style(fig, height=320, title=title)
+
+
+def _spans_a_decade(values: pd.Series) -> bool:
+    """A log axis only pays when the values cover a factor of 10 or more; over a narrower range
+    (one evaluation point, a loss that has settled) plotly crowds it with minor tick labels."""
+    positive = values[values > 0]
+    return len(positive) > 1 and positive.max() >= 10 * positive.min()
