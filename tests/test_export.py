@@ -70,6 +70,15 @@ def test_a_log_axis_only_when_the_values_span_a_decade():
     assert axis([2.5, 0.02], log_y=False) == "linear"
 
 
+def test_a_single_step_is_the_only_tick():
+    import pandas as pd
+
+    frame = pd.DataFrame({"step": [1500], "value": [4.7], "series": "eval"})
+    assert list(metric_over_steps(frame, "evaluation loss").layout.xaxis.tickvals) == [1500]
+    frame = pd.DataFrame({"step": [0, 1500], "value": [4.7, 1.0], "series": "eval"})
+    assert metric_over_steps(frame, "evaluation loss").layout.xaxis.tickvals is None
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
     return struct.unpack(">II", data[16:24])

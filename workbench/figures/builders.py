@@ -95,7 +95,9 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
     for label, step in (markers or {}).items():
         fig.add_vline(x=step, line=dict(dash="dot", color="#D55E00", width=1.5), opacity=1, annotation_text=label,
                       annotation_font_size=9)
-    fig.update_xaxes(title="step")
+    steps = frame.step.unique()
+    # one step (a single evaluation) would get fractional ticks around it: label just that step
+    fig.update_xaxes(title="step", tickvals=list(steps) if len(steps) == 1 else None)
     fig.update_yaxes(title=y_title, type="log" if log_y and _spans_a_decade(frame.value) else "linear")
     return paper_style(fig, height=320, title=title)
 
