@@ -71,10 +71,10 @@ class Attention(Mixer):
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         B, T, D = x.shape
-        if self.fused_training(x, context):
+        explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
+        if not explicit and self.fused_training(x, context):
             return causal_attention(x, weight_of(self.qkv), self.qkv.bias, weight_of(self.out), self.out.bias,
                                     self.n_heads)
-        explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
             scores = self.hook_scores(self.scores(q, k, context))
@@ -100,12 +100,14 @@ class Attention(Mixer):
         return self.out(mixed.transpose(1, 2).reshape(B, T, D))
 
     def fused_training(self, x: Tensor, context: MixerContext) -> bool:
-        """Whether this forward is what attention_fused covers (see there): the fast path, in training."""
-        hooked = self.hook_pattern.active or self.hook_scores.active or self.hook_entropy.active
-        rotates = type(context.encoding).rotate is not PositionalEncoding.rotate
-        return (torch.is_grad_enabled() and x.device.type == "cpu" and not hooked and not rotates
-                and self.config.softmax == "standard" and not self.config.logit_scaling and self.gate is None
-                and context.encoding.bias(self.layer_index, context.positions) is None)
+        """Whether a forward that needs no explicit pattern is what attention_fused covers (see there).
+
+        An encoding with a logit bias or a rotation overrides `bias` or `rotate`; asking the class
+        spares computing a T x T bias here that the fast path would compute again."""
+        encoding = type(context.encoding)
+        plain_positions = encoding.rotate is PositionalEncoding.rotate and encoding.bias is PositionalEncoding.bias
+        return (torch.is_grad_enabled() and x.device.type == "cpu" and plain_positions and not self.hook_entropy.active
+                and not self.config.logit_scaling and self.gate is None)
 
     def kernel_bias(self, context: MixerContext):
         """This layer's logit bias in the form workbench.kernels takes: None, ALiBi slopes (H,), or
