@@ -47,3 +47,10 @@ def effective_weight(layer: nn.Linear) -> Tensor:
 def weight_of(linear: nn.Linear) -> Tensor:
     """The weight the layer multiplies by: sigmaReparam's rescaled one, or the plain parameter."""
     return linear.effective_weight() if isinstance(linear, SigmaReparamLinear) else linear.weight
+
+
+def linear_backward(grad_out: Tensor, inputs: Tensor, weight: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad of inputs, of weight, of bias) for rows = inputs @ weight.t() + bias, both 2-D (rows,
+    features), with the matmul layouts autograd's addmm backward uses: hand-written backwards
+    (relu_mlp.py, attention_fused.py) built on it give autograd's numbers bit for bit."""
+    return grad_out.mm(weight), grad_out.t().mm(inputs), grad_out.sum(0)

@@ -16,6 +16,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from .linear import linear_backward
+
 
 class _ReluMLP(torch.autograd.Function):
     @staticmethod
@@ -31,16 +33,11 @@ class _ReluMLP(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_out: Tensor):
         rows, w_in, w_out, hidden = ctx.saved_tensors
-        grad_rows = grad_out.reshape(-1, grad_out.shape[-1])
-        grad_w_out = grad_rows.t().mm(hidden)
-        grad_b_out = grad_rows.sum(0)
-        grad_hidden = grad_rows.mm(w_out)
+        grad_hidden, grad_w_out, grad_b_out = linear_backward(grad_out.reshape(-1, grad_out.shape[-1]), hidden, w_out)
         # zero where the ReLU was off, written over grad_hidden itself (no third hidden-sized buffer)
         torch.ops.aten.threshold_backward.grad_input(grad_hidden, hidden, 0, grad_input=grad_hidden)
-        grad_w_in = grad_hidden.t().mm(rows)
-        grad_b_in = grad_hidden.sum(0)
-        grad_x = grad_hidden.mm(w_in).view(ctx.input_shape)
-        return grad_x, grad_w_in, grad_b_in, grad_w_out, grad_b_out
+        grad_rows, grad_w_in, grad_b_in = linear_backward(grad_hidden, rows, w_in)
+        return grad_rows.view(ctx.input_shape), grad_w_in, grad_b_in, grad_w_out, grad_b_out
 
 
 def relu_mlp(x: Tensor, w_in: Tensor, b_in: Tensor, w_out: Tensor, b_out: Tensor) -> Tensor:

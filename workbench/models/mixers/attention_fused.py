@@ -17,6 +17,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from ..linear import linear_backward
+
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
 
@@ -40,18 +42,14 @@ class _CausalAttention(torch.autograd.Function):
     def backward(ctx, grad_out: Tensor):
         rows, w_qkv, qkv, mixed, logsumexp, merged, w_out = ctx.saved_tensors
         B, T, H, D = mixed.shape[0], mixed.shape[2], ctx.n_heads, rows.shape[1]
-        grad_rows = grad_out.reshape(B * T, -1)
-        grad_w_out = grad_rows.t().mm(merged)
-        grad_b_out = grad_rows.sum(0)
-        grad_mixed = grad_rows.mm(w_out).view(B, T, H, D // H).transpose(1, 2)
+        grad_merged, grad_w_out, grad_b_out = linear_backward(grad_out.reshape(B * T, -1), merged, w_out)
+        grad_mixed = grad_merged.view(B, T, H, D // H).transpose(1, 2)
         q, k, v = qkv.view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
         grads = _flash_backward(grad_mixed, q, k, v, mixed, logsumexp, 0.0, True)
         # (B, T, 3, H, head_dim): the projection's own layout, written in one pass
         grad_qkv = torch.stack([g.transpose(1, 2) for g in grads], dim=2).view(B * T, 3 * D)
-        grad_w_qkv = grad_qkv.t().mm(rows)
-        grad_b_qkv = grad_qkv.sum(0)
-        grad_x = grad_qkv.mm(w_qkv).view(B, T, D)
-        return grad_x, grad_w_qkv, grad_b_qkv, grad_w_out, grad_b_out, None
+        grad_rows, grad_w_qkv, grad_b_qkv = linear_backward(grad_qkv, rows, w_qkv)
+        return grad_rows.view(B, T, D), grad_w_qkv, grad_b_qkv, grad_w_out, grad_b_out, None
 
 
 def causal_attention(x: Tensor, w_qkv: Tensor, b_qkv: Tensor, w_out: Tensor, b_out: Tensor, n_heads: int) -> Tensor:
