@@ -2,12 +2,10 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from test_model import make
 
 import workbench.models.mixers.attention as attention
-from workbench.config import RunConfig
-from workbench.models import build_model
 from workbench.models.mixers.attention_fused import causal_attention
-from workbench.tasks import build_task
 
 
 def logits_and_grads(model, batch):
@@ -20,9 +18,8 @@ def logits_and_grads(model, batch):
 @pytest.mark.parametrize("overrides", [[], ["model.sigma_reparam=true"], ["model.n_layers=3", "model.n_heads=4"],
                                        ["model.pos=nope", "task.name=copy"]])
 def test_fused_path_matches_the_module_path_bitwise(overrides, monkeypatch):
-    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2", *overrides])
-    task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab), seed=0).train()
+    config, task, model = make(*overrides)
+    model.train()
     batch = task.sample(16, torch.Generator().manual_seed(0))
     start = {k: v.clone() for k, v in model.state_dict().items()}  # sigmaReparam updates u each forward
 
@@ -44,9 +41,8 @@ def test_fused_path_matches_the_module_path_bitwise(overrides, monkeypatch):
 @pytest.mark.parametrize("overrides", [["model.pos=rope"], ["model.pos=alibi"], ["model.gated_attention=true"],
                                        ["model.softmax=clipped"], ["model.logit_scaling=true"]])
 def test_what_the_fused_path_does_not_cover_takes_the_module_path(overrides, monkeypatch):
-    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2", *overrides])
-    task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab), seed=0).train()
+    _, task, model = make(*overrides)
+    model.train()
     calls = []
     monkeypatch.setattr(attention, "causal_attention", lambda *args: calls.append(1) or causal_attention(*args))
     batch = task.sample(4, torch.Generator().manual_seed(0))
@@ -57,9 +53,8 @@ def test_what_the_fused_path_does_not_cover_takes_the_module_path(overrides, mon
 
 
 def test_listening_or_evaluating_takes_the_module_path(monkeypatch):
-    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2"])
-    task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab), seed=0).train()
+    config, task, model = make()
+    model.train()
     calls = []
     monkeypatch.setattr(attention, "causal_attention", lambda *args: calls.append(1) or causal_attention(*args))
     batch = task.sample(4, torch.Generator().manual_seed(0))

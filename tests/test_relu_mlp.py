@@ -2,11 +2,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from test_model import make
 
-from workbench.config import RunConfig
-from workbench.models import build_model
 from workbench.models.relu_mlp import relu_mlp
-from workbench.tasks import build_task
 
 
 def logits_and_grads(model, batch, listen: bool):
@@ -22,9 +20,8 @@ def logits_and_grads(model, batch, listen: bool):
 
 @pytest.mark.parametrize("overrides", [[], ["model.sigma_reparam=true"], ["model.mlp_ratio=2", "model.n_layers=3"]])
 def test_fused_path_matches_the_module_path_bitwise(overrides):
-    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2", *overrides])
-    task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab), seed=0).train()
+    _, task, model = make(*overrides)
+    model.train()
     batch = task.sample(16, torch.Generator().manual_seed(0))
     start = {k: v.clone() for k, v in model.state_dict().items()}  # sigmaReparam updates u each forward
     fused_logits, fused_grads = logits_and_grads(model, batch, listen=False)
@@ -46,9 +43,8 @@ def test_gradients_agree_with_finite_differences():
 
 
 def test_listeners_still_see_the_activations():
-    config = RunConfig.load(None, ["model.d_model=32", "model.n_heads=2"])
-    task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab), seed=0).train()
+    _, task, model = make()
+    model.train()
     batch = task.sample(4, torch.Generator().manual_seed(0))
     seen = []
     with model.hooks({"blocks.0.mlp.hook_post": lambda value, hook: seen.append(value)}):
