@@ -244,7 +244,7 @@ def lazy_figure(result: ExperimentResult):
         keys = [c for c in table.columns if c not in ("seed", "value")]
         table = table.groupby(keys, as_index=False)["value"].median()
     return _lines(dataclasses.replace(result, table=table),
-                  [("mlp_nonzero_fraction", "nonzero MLP activations (share, median of seeds)")],
+                  [("mlp_nonzero_fraction", "MLP nonzero share (seed median)")],
                   lambda r: f"width {r['mlp_width']}" + (" random labels" if r["labels"] == "random" else ""))
 
 
