@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .hooks import HookedModule, HookPoint
-from .linear import make_linear, weight_of
+from .linear import effective_weight, make_linear
 from .mixers import MIXERS, MixerContext
 from .positions import POSITIONS
 from .relu_mlp import relu_mlp
@@ -45,7 +45,7 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if self.config.activation == "relu" and torch.is_grad_enabled() and not self.hook_post.active:
-            return relu_mlp(x, weight_of(self.fc_in), self.fc_in.bias, weight_of(self.fc_out), self.fc_out.bias)
+            return relu_mlp(x, effective_weight(self.fc_in), self.fc_in.bias, effective_weight(self.fc_out), self.fc_out.bias)
         return self.fc_out(self.hook_post(self.activate(self.fc_in(x))))
 
 

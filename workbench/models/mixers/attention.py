@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..hooks import HookPoint
-from ..linear import make_linear, weight_of
+from ..linear import effective_weight, make_linear
 from ..positions import PositionalEncoding
 from .attention_fused import causal_attention
 from .base import Mixer, MixerContext, register_mixer
@@ -73,7 +73,7 @@ class Attention(Mixer):
         B, T, D = x.shape
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         if not explicit and self.fused_training(x, context):
-            return causal_attention(x, weight_of(self.qkv), self.qkv.bias, weight_of(self.out), self.out.bias,
+            return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out), self.out.bias,
                                     self.n_heads)
         q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
