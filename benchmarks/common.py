@@ -56,9 +56,37 @@ def interleaved_samples(contestants: dict[str, Callable[[], float]], rounds: int
     for _ in range(rounds):
         for name, fn in contestants.items():
             value = fn()
-            if value is not None:
-                samples[name].append(value)
+            if value is None:
+                continue
+            # a dict holds timings measured together, e.g. a contestant and the reference run beside it
+            for key, seconds in (value.items() if isinstance(value, dict) else [(name, value)]):
+                samples.setdefault(key, []).append(seconds)
     return {name: values for name, values in samples.items() if values}
+
+
+def beside(name: str, reference: str = "plain") -> str:
+    """The sample name of `reference`'s timing taken in alternation with `name` (alternating())."""
+    return f"{reference} beside {name}"
+
+
+def alternating(name: str, contestant: Callable[[], object], reference: Callable[[], object], calls: int,
+                chunk: int, reference_name: str = "plain") -> dict[str, float]:
+    """Seconds per call of `contestant` and of `reference` (keyed `name` and beside(name)), run in
+    alternating chunks of `chunk` calls until each has made `calls`.
+
+    The speed of a shared CPU drifts in phases of several seconds (here the same training step
+    took 165-250 ms, phase by phase, with no steal time recorded), longer than a contestant's
+    whole timing. Chunks of a second or two put both sides of a ratio in the same phases."""
+    spent, done = [0.0, 0.0], 0
+    while done < calls:
+        n = min(chunk, calls - done)
+        for side, fn in enumerate((contestant, reference)):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            spent[side] += time.perf_counter() - start
+        done += n
+    return {name: spent[0] / calls, beside(name, reference_name): spent[1] / calls}
 
 
 def medians(samples: dict[str, list[float]]) -> dict[str, float]:

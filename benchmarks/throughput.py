@@ -12,13 +12,18 @@ Contestants, all at the same shape (layers, d_model, heads, d_mlp = 4 d, T, batc
 T is the input length addition produces: 3 * digits + 4 (34 for 10 digits, 64 for 20); every
 contestant uses that T. Positions are learned absolute ones with a table of T rows everywhere.
 The train() rows time the loop from its first step to its last (set-up and the final evaluation
-excluded) through a subclass of the loop that only adds two timestamps.
+excluded) through a subclass of the loop that adds timestamps and, every 10 steps, runs 5 steps of
+the plain decoder timed apart. The model-only contestants alternate with the plain decoder every
+5 steps the same way. This machine's speed drifts by up to a quarter in phases of several seconds,
+longer than one contestant's timing, so a ratio is only fair between timings of the same seconds:
+each contestant is compared with the plain steps run beside it.
 
     .venv/bin/python benchmarks/throughput.py [--threads 1] [--rounds 3] [--shapes a,b]
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,8 +31,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from common import (DEFAULT_THREADS, TL_MISSING, interleaved_samples, matmul_parameters, matmul_peak, medians,
-                    mfu, paired_speedup, seconds_per_call, set_threads, table, target_lines,
+from common import (DEFAULT_THREADS, TL_MISSING, alternating, beside, interleaved_samples, matmul_parameters,
+                    matmul_peak, medians, mfu, paired_speedup, seconds_per_call, set_threads, table, target_lines,
                     training_flops_per_token, transformer_lens)
 from plain_decoder import PlainDecoder, make_optimizer, training_step
 
@@ -69,15 +74,16 @@ def random_batch(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, torch.Tenso
 
 
 # --- contestants: each returns seconds per training step ------------------------------------------
-def plain_contestant(shape: Shape, steps: int):
+def plain_contestant(shape: Shape):
+    """The plain decoder's model, and one training step of it."""
     torch.manual_seed(0)
     model = PlainDecoder(VOCAB, shape.n_layers, shape.d_model, shape.n_heads, shape.d_mlp, shape.T)
     optimizer = make_optimizer(model)
     tokens, targets = random_batch(shape)
-    return model, lambda: seconds_per_call(lambda: training_step(model, optimizer, tokens, targets), steps)
+    return model, lambda: training_step(model, optimizer, tokens, targets)
 
 
-def workbench_step_contestant(shape: Shape, steps: int):
+def workbench_step_contestant(shape: Shape):
     """train.py's step without its loop: the model and optimizer cost, nothing around them."""
     from workbench.config import RunConfig
     from workbench.tasks import build_task
@@ -100,7 +106,7 @@ def workbench_step_contestant(shape: Shape, steps: int):
         optimizer.step()
         loss.item()
 
-    return model, lambda: seconds_per_call(step, steps)
+    return model, step
 
 
 def transformer_lens_model(shape: Shape):
@@ -113,15 +119,17 @@ def transformer_lens_model(shape: Shape):
     return HookedTransformer(config)
 
 
-def transformer_lens_contestant(shape: Shape, steps: int):
+def transformer_lens_contestant(shape: Shape):
     model = transformer_lens_model(shape)
     optimizer = make_optimizer(model)
     tokens, targets = random_batch(shape)
-    return model, lambda: seconds_per_call(lambda: training_step(model, optimizer, tokens, targets), steps)
+    return model, lambda: training_step(model, optimizer, tokens, targets)
 
 
-def train_loop_contestant(shape: Shape, probes_every: int, steps: int):
-    """Seconds per step of workbench.train's own loop, in a fresh store each time."""
+def train_loop_contestant(name: str, shape: Shape, probes_every: int, steps: int, plain_step, chunk: int):
+    """Seconds per step of workbench.train's own loop, in a fresh store each time, and of the plain
+    decoder's steps run between the loop's steps: `chunk` // 2 of them after every `chunk` loop steps,
+    timed apart and left out of the loop's time."""
     import workbench.train as train_module
     from workbench.config import RunConfig
 
@@ -130,6 +138,16 @@ def train_loop_contestant(shape: Shape, probes_every: int, steps: int):
 
     class TimedLoop(train_module._Loop):
         def run(self):
+            fetch, plain_steps = self.batches.next, chunk // 2
+            timing["plain"], timing["plain_steps"] = 0.0, 0
+
+            def next_batch():
+                if self.state.step and self.state.step % chunk == 0:
+                    timing["plain"] += seconds_per_call(plain_step, plain_steps) * plain_steps
+                    timing["plain_steps"] += plain_steps
+                return fetch()
+
+            self.batches.next = next_batch
             timing["start"] = time.perf_counter()
             return super().run()
 
@@ -137,7 +155,7 @@ def train_loop_contestant(shape: Shape, probes_every: int, steps: int):
             timing["end"] = time.perf_counter()
             return super().finish()
 
-    def measure() -> float:
+    def measure() -> dict[str, float]:
         original = train_module._Loop
         train_module._Loop = TimedLoop
         try:
@@ -145,22 +163,34 @@ def train_loop_contestant(shape: Shape, probes_every: int, steps: int):
                 train_module.train(config, progress=False, root=root)
         finally:
             train_module._Loop = original
-        return (timing["end"] - timing["start"]) / steps
+        return {name: (timing["end"] - timing["start"] - timing["plain"]) / steps,
+                beside(name): timing["plain"] / timing["plain_steps"]}
 
     return measure
 
 
 # --- the table ------------------------------------------------------------------------------------
 def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loop_steps: int, peak: float):
-    plain_model, plain = plain_contestant(shape, model_steps)
-    _, workbench_step = workbench_step_contestant(shape, model_steps)
-    contestants = {"plain": plain, "workbench step": workbench_step,
-                   "workbench train(), probes off": train_loop_contestant(shape, 0, loop_steps),
-                   "workbench train(), probes every 100": train_loop_contestant(shape, 100, loop_steps)}
+    plain_model, plain_step = plain_contestant(shape)
+    _, workbench_step = workbench_step_contestant(shape)
+    chunk = 5  # model-only contestants alternate with the plain decoder every 5 steps
+
+    def model_only(name, step):
+        return lambda: alternating(name, step, plain_step, model_steps, chunk)
+
+    contestants = {"workbench step": model_only("workbench step", workbench_step)}
+    for name, every in [("workbench train(), probes off", 0), ("workbench train(), probes every 100", 100)]:
+        contestants[name] = train_loop_contestant(name, shape, every, loop_steps, plain_step, 2 * chunk)
     if transformer_lens() is not None:
-        contestants["TransformerLens"] = transformer_lens_contestant(shape, model_steps)[1]
+        contestants["TransformerLens"] = model_only("TransformerLens", transformer_lens_contestant(shape)[1])
     samples = interleaved_samples(contestants, rounds)
-    seconds = medians(samples)
+    # Each contestant's time over the plain decoder's beside it, per round: ratios between two
+    # contestants go through that shared reference, so each side's drift cancels within its own pair.
+    relative = {name: [t / p for t, p in zip(samples[name], samples[beside(name)])] for name in contestants
+                if name in samples}
+    relative["plain"] = [1.0] * rounds
+    seconds = medians({name: samples[name] for name in contestants if name in samples})
+    seconds["plain"] = statistics.median([t for name in contestants for t in samples.get(beside(name), [])])
     tokens = shape.batch * shape.T
     flops = training_flops_per_token(matmul_parameters(plain_model), shape.n_layers, shape.T, shape.d_model)
     rate = {name: tokens / s for name, s in seconds.items()}
@@ -172,15 +202,17 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
             rows.append([name, TL_MISSING, "", "", "", ""])
             continue
         rows.append([name, f"{seconds[name] * 1e3:.1f}", f"{rate[name]:,.0f}",
-                     f"{100 * mfu(rate[name], flops, peak):.1f}%", paired_speedup(samples, name, "plain"),
-                     paired_speedup(samples, name, "TransformerLens")])
+                     f"{100 * mfu(rate[name], flops, peak):.1f}%", paired_speedup(relative, name, "plain"),
+                     paired_speedup(relative, name, "TransformerLens")])
     header = (f"Shape {shape.name}: {shape.n_layers} layer(s), d_model={shape.d_model}, {shape.n_heads} heads, "
               f"d_mlp={shape.d_mlp}, T={shape.T}, batch {shape.batch}, vocab {VOCAB}; {threads} thread(s); "
-              f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds; ratios: median of the "
-              f"per-round ratios (range over rounds)")
-    targets = target_lines(samples, [("workbench train(), probes off", "plain", 1.0),
-                                     ("workbench train(), probes every 100", "plain", 0.9),
-                                     ("workbench train(), probes off", "TransformerLens", 1.3)])
+              f"{flops / 1e6:.2f} MFLOP per token; median of {rounds} interleaved rounds. Every contestant "
+              f"alternates with the plain decoder ({chunk} plain steps after every {chunk} model steps, or every "
+              f"{2 * chunk} steps of train()); ratios: median over rounds of each contestant's time over "
+              f"the plain steps run beside it (range over rounds); plain's ms / step: median of all its timings")
+    targets = target_lines(relative, [("workbench train(), probes off", "plain", 1.0),
+                                      ("workbench train(), probes every 100", "plain", 0.9),
+                                      ("workbench train(), probes off", "TransformerLens", 1.3)])
     columns = ["contestant", "ms / step", "tokens / s", "MFU", "vs plain", "vs TransformerLens"]
     return header, table(columns, rows) + "\n\n" + targets
 
