@@ -181,9 +181,16 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
     contestants = {"workbench step": model_only("workbench step", workbench_step)}
     for name, every in [("workbench train(), probes off", 0), ("workbench train(), probes every 100", 100)]:
         contestants[name] = train_loop_contestant(name, shape, every, loop_steps, plain_step, 2 * chunk)
+    warm_up = [plain_step, workbench_step]
     if transformer_lens() is not None:
-        contestants["TransformerLens"] = model_only("TransformerLens", transformer_lens_contestant(shape)[1])
-    samples = interleaved_samples(contestants, rounds)
+        _, lens_step = transformer_lens_contestant(shape)
+        contestants["TransformerLens"] = model_only("TransformerLens", lens_step)
+        warm_up.append(lens_step)
+    # A few steps warm the models up; train() builds a fresh model on every call, so a whole warm-up
+    # round of it (a quarter of this benchmark's time) would warm nothing that a round does not.
+    for step in warm_up:
+        seconds_per_call(step, chunk)
+    samples = interleaved_samples(contestants, rounds, warmup=0)
     # Each contestant's time over the plain decoder's beside it, per round: ratios between two
     # contestants go through that shared reference, so each side's drift cancels within its own pair.
     relative = {name: [t / p for t, p in zip(samples[name], samples[beside(name)])] for name in contestants
