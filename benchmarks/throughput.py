@@ -73,7 +73,7 @@ def random_batch(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, torch.Tenso
     return sequence[:, :-1], sequence[:, 1:]
 
 
-# --- contestants: each returns seconds per training step ------------------------------------------
+# --- contestants: each gives one training step (or, for train(), times its own loop) ---------------
 def plain_contestant(shape: Shape):
     """The plain decoder's model, and one training step of it."""
     torch.manual_seed(0)
