@@ -43,7 +43,7 @@ def set_threads(threads: int) -> int:
     return torch.get_num_threads()
 
 
-def interleaved_samples(contestants: dict[str, Callable[[], float]], rounds: int,
+def interleaved_samples(contestants: dict[str, Callable[[], float | dict[str, float] | None]], rounds: int,
                         warmup: int = 1) -> dict[str, list[float]]:
     """Each contestant's callable (seconds per unit of work), once per round, for `rounds` rounds.
 

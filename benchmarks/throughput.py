@@ -126,10 +126,11 @@ def transformer_lens_contestant(shape: Shape):
     return model, lambda: training_step(model, optimizer, tokens, targets)
 
 
-def train_loop_contestant(name: str, shape: Shape, probes_every: int, steps: int, plain_step, chunk: int):
+def train_loop_contestant(name: str, shape: Shape, probes_every: int, steps: int, plain_step, plain_every: int,
+                          plain_steps: int):
     """Seconds per step of workbench.train's own loop, in a fresh store each time, and of the plain
-    decoder's steps run between the loop's steps: `chunk` // 2 of them after every `chunk` loop steps,
-    timed apart and left out of the loop's time."""
+    decoder's steps run between the loop's steps: `plain_steps` of them after every `plain_every`
+    loop steps, timed apart and left out of the loop's time."""
     import workbench.train as train_module
     from workbench.config import RunConfig
 
@@ -138,11 +139,11 @@ def train_loop_contestant(name: str, shape: Shape, probes_every: int, steps: int
 
     class TimedLoop(train_module._Loop):
         def run(self):
-            fetch, plain_steps = self.batches.next, chunk // 2
+            fetch = self.batches.next
             timing["plain"], timing["plain_steps"] = 0.0, 0
 
             def next_batch():
-                if self.state.step and self.state.step % chunk == 0:
+                if self.state.step and self.state.step % plain_every == 0:
                     timing["plain"] += seconds_per_call(plain_step, plain_steps) * plain_steps
                     timing["plain_steps"] += plain_steps
                 return fetch()
@@ -180,7 +181,7 @@ def measure_shape(shape: Shape, threads: int, rounds: int, model_steps: int, loo
 
     contestants = {"workbench step": model_only("workbench step", workbench_step)}
     for name, every in [("workbench train(), probes off", 0), ("workbench train(), probes every 100", 100)]:
-        contestants[name] = train_loop_contestant(name, shape, every, loop_steps, plain_step, 2 * chunk)
+        contestants[name] = train_loop_contestant(name, shape, every, loop_steps, plain_step, 2 * chunk, chunk)
     warm_up = [plain_step, workbench_step]
     if transformer_lens() is not None:
         _, lens_step = transformer_lens_contestant(shape)

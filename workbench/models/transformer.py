@@ -45,7 +45,8 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if self.config.activation == "relu" and torch.is_grad_enabled() and not self.hook_post.active:
-            return relu_mlp(x, effective_weight(self.fc_in), self.fc_in.bias, effective_weight(self.fc_out), self.fc_out.bias)
+            return relu_mlp(x, effective_weight(self.fc_in), self.fc_in.bias, effective_weight(self.fc_out),
+                            self.fc_out.bias)
         return self.fc_out(self.hook_post(self.activate(self.fc_in(x))))
 
 

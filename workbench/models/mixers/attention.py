@@ -73,8 +73,8 @@ class Attention(Mixer):
         B, T, D = x.shape
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         if not explicit and self.fused_training(x, context):
-            return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out), self.out.bias,
-                                    self.n_heads)
+            return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out),
+                                    self.out.bias, self.n_heads)
         q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
             scores = self.hook_scores(self.scores(q, k, context))
