@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from workbench.experiments import Budget, get_experiment, load_result, run_experiment
-from workbench.experiments.inside import collapse_step
+from workbench.experiments.inside import _layers_not_falling, collapse_step
 
 NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "outliers"]
 
@@ -37,6 +37,34 @@ def test_entropy_collapses_in_the_baseline_and_not_with_sigma_reparam(data_dir):
     assert len([r for r in runs if r["model"] == "baseline"]) == 2
     assert summary["baseline_collapsed"], summary["headline"]
     assert summary["sigma_reparam_kept_entropy"], summary["headline"]
+
+
+def test_a_layer_that_ends_where_it_started_counts_as_not_falling():
+    runs = [{"mlp_width": 32, "labels": "true", "seed": 2,
+             "first_per_layer": {"0": 0.48, "1": 0.43}, "last_per_layer": {"0": 0.42, "1": 0.49}},
+            {"mlp_width": 128, "labels": "random", "seed": 1,
+             "first_per_layer": {"0": 0.474, "1": 0.5}, "last_per_layer": {"0": 0.474, "1": 0.4}}]
+    assert _layers_not_falling(runs) == ["width 32 true labels seed 2 layer 1: 0.430 -> 0.490",
+                                         "width 128 random labels seed 1 layer 0: 0.474 -> 0.474"]
+
+
+def test_lazy_neurons_reports_every_layer_beside_their_mean(data_dir):
+    result = run_experiment("lazy-neurons", fast=True, progress=False)
+    table = result.table
+    layer_metrics = sorted(m for m in set(table.metric) if m != "mlp_nonzero_fraction")
+    assert layer_metrics == ["mlp_nonzero_fraction_layer_0", "mlp_nonzero_fraction_layer_1"]  # the recipe's 2 layers
+    # the mean rows are the mean of the layer rows, step by step, run by run
+    keys = ["mlp_width", "labels", "seed", "step"]
+    layers = table[table.metric != "mlp_nonzero_fraction"].groupby(keys)["value"].mean()
+    mean = table[table.metric == "mlp_nonzero_fraction"].set_index(keys)["value"]
+    pd.testing.assert_series_equal(layers.sort_index(), mean.sort_index(), check_names=False)
+    for run in result.summary["runs"]:
+        assert set(run["first_per_layer"]) == set(run["last_per_layer"]) == {"0", "1"}
+    assert "(run, layer) pairs" in result.summary["headline"]
+    # a panel for the mean and one per layer, all on one y scale
+    figure = result.figure()
+    assert [a.text for a in figure.layout.annotations] == ["mean over layers (seed median)", "layer 0", "layer 1"]
+    assert figure.layout.yaxis2.matches == figure.layout.yaxis3.matches == "y"
 
 
 @pytest.mark.slow
