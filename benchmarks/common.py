@@ -30,8 +30,10 @@ from typing import Callable
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+# Last, not first: the repo's top-level folder `kernels/` (imported as workbench.kernels) must not
+# shadow the PyPI package `kernels`, which recent transformers (under transformer-lens) imports.
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))
 
 DEFAULT_THREADS = 1  # one thread per process: steadier on a CPU that other jobs share
 
@@ -179,7 +181,9 @@ def transformer_lens():
     """The transformer_lens module, or None when the optional `bench` extra is not installed."""
     try:
         import transformer_lens  # noqa: F401
-    except ImportError:
+    except ImportError as error:
+        if getattr(error, "name", None) != "transformer_lens":  # installed but broken: say why
+            print(f"transformer-lens is installed but does not import: {error}", file=sys.stderr)
         return None
     return transformer_lens
 
