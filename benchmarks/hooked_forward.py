@@ -83,8 +83,7 @@ def main() -> None:
             samples = interleaved_samples(contestants(shape, args.calls), args.rounds)
         seconds = medians(samples)
         rows = []
-        for contestant in ("workbench forward", "workbench run_with_cache", "TransformerLens forward",
-                           "TransformerLens run_with_cache"):
+        for contestant in ("workbench forward", WB_CACHE, "TransformerLens forward", TL_CACHE):
             if contestant not in seconds:
                 rows.append([contestant, TL_MISSING, "", ""])
                 continue

@@ -69,7 +69,7 @@ def test_lazy_neurons_reports_every_layer_beside_their_mean(data_dir):
 
 @pytest.mark.slow
 def test_lazy_neurons_density_falls_and_is_lower_for_wider_mlps(data_dir):
-    """The recipe's first seed at its full budget (~3 min; all three seeds take ~7.5 min on 2 cores;
+    """The recipe's first seed at its full budget (1-3 min; all three seeds take 3-8 min on 2 cores;
     their verdict is in REPRODUCTIONS.md, where width 32 stays flat on seed 2)."""
     summary = run_experiment("lazy-neurons", progress=False, budget=Budget(seeds=(0,))).summary
     assert len(summary["runs"]) == 4 and summary["seeds"] == [0]

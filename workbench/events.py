@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .reports import layer_mean
+
 COLLAPSE_FRACTION = 0.1  # as in experiments/inside.py; a test checks the two agree
 
 
 def mean_entropy(metrics: pd.DataFrame) -> pd.Series:
-    """step -> attention entropy averaged over layers (the per-layer rows, head -1)."""
-    rows = metrics[(metrics.probe == "entropy") & (metrics.layer >= 0) & (metrics["head"] == -1)
-                   & (metrics.length == -1)]
-    return rows.groupby("step")["value"].mean().sort_index()
+    """step -> attention entropy averaged over layers."""
+    return layer_mean(metrics, "entropy")
 
 
 def collapse_step(metrics: pd.DataFrame, fraction: float = COLLAPSE_FRACTION) -> int | None:

@@ -18,11 +18,21 @@ def final_values(metrics: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in scalar.sort_values("step").groupby("probe")["value"].last().items()}
 
 
+def layer_rows(metrics: pd.DataFrame, probe: str | None = None) -> pd.DataFrame:
+    """The per-layer rows (layer set; head and length not), of one probe or of all."""
+    rows = metrics[(metrics.layer >= 0) & (metrics["head"] == -1) & (metrics.length == -1)]
+    return rows if probe is None else rows[rows.probe == probe]
+
+
+def layer_mean(metrics: pd.DataFrame, probe: str) -> pd.Series:
+    """step -> the probe's value averaged over layers."""
+    return layer_rows(metrics, probe).groupby("step")["value"].mean().sort_index()
+
+
 def probe_summaries(metrics: pd.DataFrame) -> dict[str, dict]:
     """Per probe: the first and last value averaged over layers (and heads), and the last per layer."""
     summaries = {}
-    layered = metrics[(metrics.layer >= 0) & (metrics["head"] == -1) & (metrics.length == -1)]
-    for probe, rows in layered.groupby("probe"):
+    for probe, rows in layer_rows(metrics).groupby("probe"):
         by_step = rows.groupby("step")["value"].mean().sort_index()
         last_step = rows[rows.step == rows.step.max()]
         summaries[probe] = {"first": float(by_step.iloc[0]), "last": float(by_step.iloc[-1]),

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from ..config import RunConfig
 from ..figures.style import color, paper_style
 from ..probes.memorization import memorization_capacity, table_bits, table_exact_match
+from ..reports import layer_mean, layer_rows
 from .base import Experiment, ExperimentResult, Variant, register_experiment
 
 COLLAPSE_FRACTION = 0.1  # collapse: mean entropy below this share of its value at step 0 (the issue's rule)
@@ -25,20 +26,10 @@ def _config(overrides: list[str]) -> RunConfig:
                                  *overrides])
 
 
-def _layer_rows(metrics: pd.DataFrame, probe: str) -> pd.DataFrame:
-    """The probe's rows per layer (head -1, at the training length)."""
-    return metrics[(metrics.probe == probe) & (metrics.layer >= 0) & (metrics["head"] == -1) & (metrics.length == -1)]
-
-
-def _layer_mean(metrics: pd.DataFrame, probe: str) -> pd.Series:
-    """step -> the probe's value averaged over layers."""
-    return _layer_rows(metrics, probe).groupby("step")["value"].mean().sort_index()
-
-
 def _per_layer(metrics: pd.DataFrame, probe: str) -> dict[int, pd.Series]:
     """layer -> (step -> the probe's value in that layer)."""
     return {int(layer): part.set_index("step")["value"].sort_index()
-            for layer, part in _layer_rows(metrics, probe).groupby("layer")}
+            for layer, part in layer_rows(metrics, probe).groupby("layer")}
 
 
 def _steps(metrics: pd.DataFrame, probe: str) -> pd.Series:
@@ -103,10 +94,10 @@ def collapse_analyze(finished, fast):
     rows, runs = [], []
     for variant, run in finished:
         metrics, status = run.metrics(), run.status()
-        entropy, loss = _layer_mean(metrics, "entropy"), _steps(metrics, "loss")
+        entropy, loss = layer_mean(metrics, "entropy"), _steps(metrics, "loss")
         labels = variant.labels
         rows += _series_rows(labels, "entropy", entropy) + _series_rows(labels, "loss", loss)
-        rows += _series_rows(labels, "qk_spectral_norm", _layer_mean(metrics, "qk_spectral_norm"))
+        rows += _series_rows(labels, "qk_spectral_norm", layer_mean(metrics, "qk_spectral_norm"))
         tail = loss.dropna().iloc[-max(1, len(loss) // 10):]
         runs.append({**labels, "collapse_step": collapse_step(entropy), "diverged": status.get("status") == "diverged",
                      "first_entropy": float(entropy.iloc[0]) if len(entropy) else None,
@@ -206,9 +197,13 @@ def _median_range(values: list[float]) -> str:
     return text + (f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else "")
 
 
+# The table's name for one layer's density is this prefix + the layer; the plain
+# "mlp_nonzero_fraction" rows are the mean over layers.
+LAYER_DENSITY = "mlp_nonzero_fraction_layer_"
+
+
 def _layer_metric(layer: int) -> str:
-    """The table's name for one layer's density; plain "mlp_nonzero_fraction" is their mean."""
-    return f"mlp_nonzero_fraction_layer_{layer}"
+    return f"{LAYER_DENSITY}{layer}"
 
 
 def _run_name(run: dict) -> str:
@@ -225,7 +220,7 @@ def lazy_analyze(finished, fast):
     rows, runs = [], []
     for variant, run in finished:
         metrics = run.metrics()
-        density = _layer_mean(metrics, "mlp_nonzero_fraction")
+        density = layer_mean(metrics, "mlp_nonzero_fraction")
         rows += _series_rows(variant.labels, "mlp_nonzero_fraction", density)
         layers = _per_layer(metrics, "mlp_nonzero_fraction")
         for layer, series in layers.items():
@@ -279,7 +274,8 @@ def lazy_figure(result: ExperimentResult):
         keys = [c for c in table.columns if c not in ("seed", "value")]
         table = table.groupby(keys, as_index=False)["value"].median()
     # results cached before the per-layer rows have only the mean panel
-    layers = sorted(int(m.rsplit("_", 1)[1]) for m in set(table.get("metric", [])) if m.startswith(_layer_metric("")))
+    layers = sorted(int(metric.removeprefix(LAYER_DENSITY)) for metric in set(table.get("metric", []))
+                    if metric.startswith(LAYER_DENSITY))
     panels = [("mlp_nonzero_fraction", "mean over layers (seed median)")]
     panels += [(_layer_metric(layer), f"layer {layer}") for layer in layers]
     fig = _lines(dataclasses.replace(result, table=table), panels,
@@ -508,7 +504,7 @@ def outlier_analyze(finished, fast):
         metrics = run.metrics()
         name = variant.labels["attention"]
         for probe in ("max_abs_activation", "kurtosis", "noop_head_fraction", "attention_delimiters"):
-            series = _layer_mean(metrics, probe)
+            series = layer_mean(metrics, probe)
             rows += _series_rows(variant.labels, probe, series)
             final.setdefault(name, {})[probe] = float(series.iloc[-1]) if len(series) else None
         final[name]["exact_match"] = float(_steps(metrics, "exact_match").iloc[-1])
