@@ -117,10 +117,24 @@ def test_attention_page_shows_ssm_maps_of_a_hybrid(demo):
 
 def test_dynamics_page_plots_every_recorded_probe(demo):
     app = run_page("Dynamics", selected=[demo["hybrid"]])
-    shown = {c.proto.spec for c in charts(app)}
+    shown = {c.proto.spec for c in charts(app) if "share of tokens it fires on" not in c.proto.spec}
     assert len(shown) == len(app.multiselect(key="dynamics_probes").value) >= 5
     assert "max_logit" in app.multiselect(key="dynamics_probes").value
     assert not app.error
+
+
+def test_dynamics_page_shows_per_neuron_activity_at_chosen_steps(demo):
+    app = run_page("Dynamics", selected=[demo["addition"]])
+    steps = app.multiselect(key=f"dynamics_activity_steps_{demo['addition']}")
+    assert steps.value == [0, 10, 20]  # every snapshot: fewer than the default number of lines
+
+    def activity_lines() -> list[str]:
+        [chart] = [c for c in charts(app) if "share of tokens it fires on" in c.proto.spec]
+        return [trace["name"] for trace in json.loads(chart.proto.spec)["data"]]
+
+    assert activity_lines() == ["step 0", "step 10", "step 20"]
+    steps.set_value([20]).run()
+    assert not app.exception and activity_lines() == ["step 20"]
 
 
 def test_dynamics_page_marks_divergence(demo, tiny_demo, data_dir):

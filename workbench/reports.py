@@ -4,9 +4,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .evaluate import length_curve, length_rows
+from .probes.sparsity import NEURON_ACTIVITY
 from .store import Run, open_run
 
 
@@ -41,6 +43,41 @@ def probe_summaries(metrics: pd.DataFrame) -> dict[str, dict]:
     return summaries
 
 
+# --- per-neuron activity (the sparsity probe's snapshot arrays) -----------------------------------
+# Each array is one layer's neurons, each the share of the probe batch's tokens it fires on, most
+# active first; its mean is the layer's mlp_nonzero_fraction.
+ACTIVITY_QUANTILES = {"q10": 0.1, "median": 0.5, "q90": 0.9}
+
+
+def neuron_activity_steps(run: Run) -> list[int]:
+    """The snapshot steps that hold per-neuron activity: those where the sparsity probe ran too."""
+    metrics = run.metrics()
+    probed = set(metrics.loc[metrics.probe == "mlp_nonzero_fraction", "step"].tolist())
+    return [step for step in run.snapshot_steps() if step in probed]
+
+
+def neuron_activity(run: Run, step: int) -> dict[int, np.ndarray]:
+    """{layer: each neuron's firing share, most active first} at one snapshot step."""
+    arrays, _ = run.snapshot(step)
+    return {int(name.removeprefix(NEURON_ACTIVITY)): array.numpy() for name, array in arrays.items()
+            if name.startswith(NEURON_ACTIVITY)}
+
+
+def neuron_activity_summary(run: Run) -> dict:
+    """Quantiles of the per-neuron firing share per layer at the first and the last snapshot step
+    ({} when the run stored none): how the distribution behind the mean density moved."""
+    steps = neuron_activity_steps(run)
+    if not steps:
+        return {}
+    ends = {"first": steps[0], "last": steps[-1]}
+    per_layer: dict[str, dict] = {}
+    for end, step in ends.items():
+        for layer, shares in neuron_activity(run, step).items():
+            per_layer.setdefault(str(layer), {})[end] = {
+                name: float(np.quantile(shares, q)) for name, q in ACTIVITY_QUANTILES.items()}
+    return {"steps": ends, "per_layer": per_layer}
+
+
 def length_table(metrics: pd.DataFrame) -> dict[int, float]:
     rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
     if rows.empty:
@@ -60,6 +97,7 @@ def run_summary(run: Run) -> dict:
         "config": config.to_dict(), "final": final_values(metrics),
         "length_curve": {str(k): v for k, v in length_table(metrics).items()},
         "probes": probe_summaries(metrics), "snapshots": run.snapshot_steps(),
+        "neuron_activity": neuron_activity_summary(run),
     }
 
 

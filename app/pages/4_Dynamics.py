@@ -1,10 +1,12 @@
 """Dynamics: every probe a run recorded over training (entropy per head, sparsity per layer,
-spectral norms, outliers, loss...), with divergence and entropy collapse marked."""
+spectral norms, outliers, loss...), with divergence and entropy collapse marked; below them, the
+distribution of per-neuron MLP activity behind the mean density, at chosen steps."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.events import COLLAPSE_FRACTION, training_events
 from workbench.figures import runs as run_figures
+from workbench.reports import neuron_activity_steps
 
 st.set_page_config(page_title="Dynamics · workbench", layout="wide")
 st.title("Training dynamics")
@@ -33,3 +35,14 @@ for i, probe in enumerate(chosen):
                                 support.download_name(run.run_id, probe))
         except Exception as error:  # noqa: BLE001
             support.show_error(error)
+
+activity_steps = neuron_activity_steps(run)
+if activity_steps:
+    st.subheader("per-neuron MLP activity")
+    st.caption("Each neuron's share of tokens it fires on, most active first, per layer; the area under a line "
+               "is the layer's fraction of nonzero activations. Lazy neurons show as the tail falling to 0.")
+    steps = st.multiselect("steps", activity_steps, default=run_figures.spread_steps(activity_steps),
+                           key=f"dynamics_activity_steps_{run.run_id}")  # steps differ per run
+    if steps:
+        support.figure_view(run_figures.run_neuron_activity(run, sorted(steps)), "dynamics_neuron_activity",
+                            support.download_name(run.run_id, "neuron-activity"))

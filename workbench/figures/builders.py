@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .style import SEQUENTIAL, color, paper_style
@@ -107,3 +108,32 @@ def _spans_a_decade(values: pd.Series) -> bool:
     (one evaluation point, a loss that has settled) plotly crowds it with minor tick labels."""
     positive = values[values > 0]
     return len(positive) > 1 and positive.max() >= 10 * positive.min()
+
+
+def neuron_activity_curves(curves: dict[int, dict[int, np.ndarray]], title: str | None = None) -> go.Figure:
+    """Each MLP neuron's firing share (the share of tokens on which it is nonzero), most active first:
+    curves[layer][step] is one sorted array. One panel per layer, one line per step, light to dark as
+    training goes on. The x axis is the rank as a share of the layer's width, so MLPs of different
+    widths compare, and the area under a line is then the layer's nonzero fraction."""
+    layers = sorted(curves)
+    steps = sorted({step for by_step in curves.values() for step in by_step})
+    shades = sample_colorscale(SEQUENTIAL, [0.85 * (1 - i / max(1, len(steps) - 1)) for i in range(len(steps))])
+    fig = make_subplots(rows=1, cols=len(layers), shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[f"layer {layer}" for layer in layers])
+    for col, layer in enumerate(layers, start=1):
+        for shade, step in zip(shades, steps):
+            if step not in curves[layer]:
+                continue
+            shares = np.asarray(curves[layer][step], dtype=float)
+            rank = (np.arange(len(shares)) + 0.5) / len(shares)
+            fig.add_trace(go.Scatter(
+                x=rank, y=shares, mode="lines", name=f"step {step}", legendgroup=str(step), showlegend=col == 1,
+                line=dict(color=shade, width=1.5),
+                hovertemplate=f"layer {layer}, step {step}<br>neuron rank %{{x:.2f}}<br>fires on %{{y:.1%}} of tokens"
+                              "<extra></extra>"), row=1, col=col)
+    fig.update_annotations(font_size=11)  # the panel titles, at the size of the axis titles
+    fig.update_xaxes(title="neuron rank (share of width)", range=[0, 1])
+    fig.update_yaxes(range=[-0.02, 1.02])
+    fig.update_yaxes(title="share of tokens it fires on", row=1, col=1)
+    paper_style(fig, height=320, title=title)
+    return fig.update_layout(margin=dict(t=48 if title else 28))  # room for the panel titles

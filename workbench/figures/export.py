@@ -85,7 +85,7 @@ def export_path(out: str | None, default_name: str, folder: str | Path = DEFAULT
 
 
 # --- figures of one run by name (`workbench export RUN --figure NAME`) ----------------------------
-FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "length", "memorization", "loss")
+FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activity", "length", "memorization", "loss")
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None):
@@ -99,6 +99,8 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
         return run_figures.runs_length_curve([run])
     if figure == "memorization":
         return run_figures.run_memorization(run)
+    if figure == "neuron-activity":  # --step draws that one step; by default a few spread over training
+        return run_figures.run_neuron_activity(run, None if step is None else [step])
     probe = {"entropy": "entropy", "sparsity": "mlp_nonzero_fraction", "loss": "loss"}.get(figure)
     if probe is None:
         raise ConfigError("--figure", figure, choices=FIGURES)

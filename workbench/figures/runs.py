@@ -1,12 +1,14 @@
 """Figures of stored runs: each reads a Run (or several) and calls a builder."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
 from ..events import training_events
-from ..reports import length_table
-from .builders import attention_grid, attention_map, length_curve, metric_over_steps
+from ..reports import length_table, neuron_activity, neuron_activity_steps
+from .builders import (attention_grid, attention_map, length_curve, metric_over_steps,
+                       neuron_activity_curves)
 
 PROBE_TITLES = {"entropy": "attention entropy (nats)", "entropy_normalized": "normalized attention entropy",
                 "mlp_nonzero_fraction": "fraction of nonzero MLP activations", "loss": "training loss",
@@ -161,3 +163,33 @@ def run_memorization(run):
     fig.update_yaxes(range=[-0.03, 1.03])
     return fig
 
+
+
+# --- per-neuron activity --------------------------------------------------------------------------
+ACTIVITY_LINES = 6  # steps drawn by default: more lines than this blur into one band
+
+
+def spread_steps(steps: list[int], count: int = ACTIVITY_LINES) -> list[int]:
+    """At most `count` of the steps, evenly spaced, always the first and the last."""
+    if len(steps) <= count:
+        return list(steps)
+    picks = np.linspace(0, len(steps) - 1, count).round().astype(int)
+    return [steps[i] for i in sorted(set(picks))]
+
+
+def run_neuron_activity(run, steps: list[int] | None = None):
+    """Each MLP neuron's firing share, most active first, per layer, at a few snapshot steps (default:
+    up to ACTIVITY_LINES spread over training): the distribution behind the mean density."""
+    available = neuron_activity_steps(run)
+    if not available:
+        raise ConfigError("run", run.run_id, "has no per-neuron activity snapshots "
+                                             "(train with probes.sparsity=true and probes.snapshots=true)")
+    steps = spread_steps(available) if steps is None else steps
+    for step in steps:
+        if step not in available:
+            raise ConfigError("step", step, choices=available)
+    curves: dict[int, dict[int, np.ndarray]] = {}
+    for step in steps:
+        for layer, shares in neuron_activity(run, step).items():
+            curves.setdefault(layer, {})[step] = shares
+    return neuron_activity_curves(curves)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .registry import Probe, ProbeResult, register_probe, row
 
+NEURON_ACTIVITY = "neuron_activity."  # + the layer: the snapshot array of its neurons' firing shares
+
 
 @register_probe("sparsity")
 class ActivationSparsity(Probe):
@@ -22,5 +24,5 @@ class ActivationSparsity(Probe):
             active = (post.reshape(-1, post.shape[-1])[valid] != 0).float()  # (tokens, neurons)
             rows.append(row("mlp_nonzero_fraction", active.mean(), layer))
             rows.append(row("dead_neuron_fraction", (active.sum(0) == 0).float().mean(), layer))
-            arrays[f"neuron_activity.{layer}"] = active.mean(0).sort(descending=True).values.contiguous()
+            arrays[f"{NEURON_ACTIVITY}{layer}"] = active.mean(0).sort(descending=True).values.contiguous()
         return ProbeResult(rows, arrays)
