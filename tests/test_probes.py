@@ -112,7 +112,7 @@ def test_sigma_reparam_power_iteration_one_step_per_training_forward_and_converg
     layer = SigmaReparamLinear(24, 16)
     with torch.no_grad():
         layer.weight.add_(torch.randn(16, 24))  # move W away from the SVD taken at construction
-    true_norm = float(torch.linalg.matrix_norm(layer.weight, ord=2))
+    true_norm = float(torch.linalg.matrix_norm(layer.weight.detach(), ord=2))
     x = torch.randn(3, 24)
     layer.eval()
     u = layer.u.clone()
@@ -122,13 +122,13 @@ def test_sigma_reparam_power_iteration_one_step_per_training_forward_and_converg
     layer(x)
     v = torch.nn.functional.normalize(layer.weight @ u, dim=0)
     assert torch.allclose(layer.u, torch.nn.functional.normalize(layer.weight.t() @ v, dim=0))  # exactly one step
-    first_error = abs(float(layer.spectral_norm()) - true_norm)
+    first_error = abs(float(layer.spectral_norm().detach()) - true_norm)
     for _ in range(200):
         layer(x)
-    assert abs(float(layer.spectral_norm()) - true_norm) < 1e-3 * true_norm
-    assert abs(float(layer.spectral_norm()) - true_norm) <= first_error
+    assert abs(float(layer.spectral_norm().detach()) - true_norm) < 1e-3 * true_norm
+    assert abs(float(layer.spectral_norm().detach()) - true_norm) <= first_error
     effective = torch.linalg.matrix_norm(layer.effective_weight().detach(), ord=2)
-    assert math.isclose(float(effective), abs(float(layer.gamma)), rel_tol=1e-3)
+    assert math.isclose(float(effective), abs(float(layer.gamma.detach())), rel_tol=1e-3)
 
 
 def test_probes_do_not_advance_sigma_reparam():
