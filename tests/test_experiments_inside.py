@@ -6,6 +6,8 @@ import pytest
 
 from workbench.experiments import Budget, get_experiment, load_result, run_experiment
 from workbench.experiments.inside import _layers_not_falling, collapse_step
+from workbench.reports import neuron_activity_steps
+from workbench.store import open_run
 
 NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "outliers"]
 
@@ -65,6 +67,9 @@ def test_lazy_neurons_reports_every_layer_beside_their_mean(data_dir):
     figure = result.figure()
     assert [a.text for a in figure.layout.annotations] == ["mean over layers (seed median)", "layer 0", "layer 1"]
     assert figure.layout.yaxis2.matches == figure.layout.yaxis3.matches == "y"
+    # every recipe run keeps its per-neuron activity at each probe step, for the Dynamics page
+    for run_id in result.run_ids:
+        assert neuron_activity_steps(open_run(run_id)) == [0, 8, 16]
 
 
 @pytest.mark.slow
