@@ -358,8 +358,9 @@ starts from the sparsest random layer of all 13 seeds: its density at step 0 is 
 on the other twelve, and its second layer's median neuron fires on 38% of the tokens (44% and 51% on
 seeds 0 and 1). Training then evens that layer out: the neuron at its 10th percentile of activity
 goes from 22% of the tokens to 29%, the median one from 38% to 51%, while the one at the 90th
-percentile falls from 69% to 64%. Its first layer sinks (median 44% -> 42%). With 32 neurons the density at initialization is itself a noisy
-draw, and the one run that did not fall started from the lowest.
+percentile falls from 69% to 64%. Its first layer sinks (median 44% -> 42%). With 32 neurons the
+density at initialization is itself a noisy draw, and the one run that did not fall started from the
+lowest.
 
 Pilot at 4000 steps, seeds 3-5 (outside the cache), density at init -> end, mean over layers, and exact
 match at the end:

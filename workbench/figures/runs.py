@@ -164,7 +164,6 @@ def run_memorization(run):
     return fig
 
 
-
 # --- per-neuron activity --------------------------------------------------------------------------
 ACTIVITY_LINES = 6  # steps drawn by default: more lines than this blur into one band
 
