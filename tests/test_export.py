@@ -70,6 +70,18 @@ def test_a_log_axis_only_when_the_values_span_a_decade():
     assert axis([2.5, 0.02], log_y=False) == "linear"
 
 
+def test_a_log_axis_over_a_few_decades_ticks_at_1_2_5_with_whole_numbers():
+    import pandas as pd
+
+    def axis(values):
+        frame = pd.DataFrame({"step": range(len(values)), "value": values, "series": "grad norm"})
+        return metric_over_steps(frame, "gradient norm", log_y=True).layout.yaxis
+
+    few = axis([6.0, 0.3])  # 1.3 decades: plotly alone would label 3, 4, ... 9 too, and 0.5 as "5"
+    assert list(few.tickvals) == [0.5, 1.0, 2.0, 5.0] and few.tickformat == "~g"
+    assert axis([2.5, 0.0002]).tickvals is None  # 4 decades: plotly labels the powers of ten by itself
+
+
 def test_a_single_step_is_the_only_tick():
     import pandas as pd
 
