@@ -359,8 +359,10 @@ on the other twelve, and its second layer's median neuron fires on 38% of the to
 seeds 0 and 1). Training then evens that layer out: the neuron at its 10th percentile of activity
 goes from 22% of the tokens to 29%, the median one from 38% to 51%, while the one at the 90th
 percentile falls from 69% to 64%. Its first layer sinks (median 44% -> 42%). With 32 neurons the
-density at initialization is itself a noisy draw, and the one run that did not fall started from the
-lowest.
+density at initialization is itself a noisy draw: over the 13 seeds its standard deviation is 0.026
+at width 32, 0.012 at 128 and 0.005 at 512 (about 1/sqrt(width)), and how far a width-32 run falls
+goes with where it started (correlation 0.58 over its 13 runs). The one run that did not fall started
+from the lowest.
 
 Pilot at 4000 steps, seeds 3-5 (outside the cache), density at init -> end, mean over layers, and exact
 match at the end:
