@@ -39,8 +39,9 @@ for i, probe in enumerate(chosen):
 activity_steps = neuron_activity_steps(run)
 if activity_steps:
     st.subheader("per-neuron MLP activity")
-    st.caption("Each neuron's share of tokens it fires on, most active first, per layer; the area under a line "
-               "is the layer's fraction of nonzero activations. Lazy neurons show as the tail falling to 0.")
+    st.caption("Each neuron's share of tokens it fires on, most active first, per layer. The area under a line "
+               "is the layer's fraction of nonzero activations, so a layer growing sparser shows as its lines "
+               "sinking.")
     steps = st.multiselect("steps", activity_steps, default=run_figures.spread_steps(activity_steps),
                            key=f"dynamics_activity_steps_{run.run_id}")  # steps differ per run
     if steps:
