@@ -32,6 +32,15 @@ def test_fast_mode_gives_a_table_a_summary_and_a_figure(name, data_dir):
     assert get_experiment(name).target
 
 
+def test_the_capacity_figure_ticks_at_the_table_sizes_tried():
+    from workbench.experiments import ExperimentResult
+
+    table = pd.DataFrame({"d_model": 32, "heads": 1, "n_parameters": 1000, "table_size": [16, 64, 256, 1024],
+                          "accuracy": [1.0, 1.0, 0.6, 0.1]})
+    axis = ExperimentResult("memorization-capacity", table, {}).figure().layout.xaxis
+    assert axis.type == "log" and list(axis.tickvals) == [16, 64, 256, 1024]
+
+
 @pytest.mark.slow
 def test_entropy_collapses_in_the_baseline_and_not_with_sigma_reparam(data_dir):
     summary = run_experiment("entropy-collapse", progress=False).summary

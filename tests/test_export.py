@@ -70,7 +70,7 @@ def test_a_log_axis_only_when_the_values_span_a_decade():
     assert axis([2.5, 0.02], log_y=False) == "linear"
 
 
-def test_a_log_axis_over_a_few_decades_ticks_at_1_2_5_with_whole_numbers():
+def test_a_log_axis_ticks_at_1_2_5_over_a_few_decades_and_at_the_powers_beyond_with_whole_numbers():
     import pandas as pd
 
     def axis(values):
@@ -79,7 +79,8 @@ def test_a_log_axis_over_a_few_decades_ticks_at_1_2_5_with_whole_numbers():
 
     few = axis([6.0, 0.3])  # 1.3 decades: plotly alone would label 3, 4, ... 9 too, and 0.5 as "5"
     assert list(few.tickvals) == [0.5, 1.0, 2.0, 5.0] and few.tickformat == "~g"
-    assert axis([2.5, 0.0002]).tickvals is None  # 4 decades: plotly labels the powers of ten by itself
+    many = axis([2.5, 0.0002])  # 4 decades: plotly alone still labels the 2s and 5s as bare digits
+    assert list(many.tickvals) == [0.001, 0.01, 0.1, 1.0] and many.tickformat == "~g"
 
 
 def test_a_single_step_is_the_only_tick():

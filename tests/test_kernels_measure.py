@@ -73,6 +73,21 @@ def test_memory_figure_has_a_line_per_backend_and_the_scale_line():
     assert figure.layout.yaxis.type == "log"
 
 
+def test_the_kernel_figures_tick_their_log_axes_the_same_way():
+    import pandas as pd
+
+    from workbench.figures.kernels import MiB, entropy_by_length, memory_vs_length
+
+    table = pd.DataFrame({"backend": ["reference"] * 2 + ["chunked"] * 2, "T": [1024, 8192] * 2,
+                          "peak_bytes": [40 * MiB, 2500 * MiB, 0.7 * MiB, 5.5 * MiB],
+                          "scores_bytes": [4 * MiB, 256 * MiB] * 2})
+    layout = memory_vs_length(table).layout
+    assert list(layout.xaxis.tickvals) == [1024, 8192]  # the measured lengths, not 2, 3, ... 9
+    assert list(layout.yaxis.tickvals) == [1.0, 10.0, 100.0, 1000.0]  # 3.6 decades: the powers of ten
+    rows = [{"probe": "entropy", "head": -1, "layer": 0, "length": n, "value": 2.0} for n in (5, 10, 20, 40, 80)]
+    assert list(entropy_by_length(rows).layout.xaxis.tickvals) == [5, 10, 20, 40, 80]
+
+
 def test_entropy_by_length_draws_one_line_per_layer_from_layer_means():
     from workbench.figures.kernels import entropy_by_length
 

@@ -485,7 +485,8 @@ def capacity_figure(result: ExperimentResult):
         part = part.sort_values("table_size")
         fig.add_trace(go.Scatter(x=part.table_size, y=part.accuracy, mode="lines+markers", line=dict(color=color(i)),
                                  name=f"d={d_model}, heads={heads} ({int(part.n_parameters.iloc[0])} params)"))
-    fig.update_xaxes(title="table size (rows)", type="log")
+    fig.update_xaxes(title="table size (rows)", type="log", tickvals=sorted(result.table.table_size.unique()),
+                     tickformat="~g")  # the sizes tried, not plotly's bare minor digits
     fig.update_yaxes(title="share of the table recalled exactly", range=[0, 1.05])
     return paper_style(fig, width="single", height=300)
 

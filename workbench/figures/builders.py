@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .style import SEQUENTIAL, color, paper_style
+from .style import SEQUENTIAL, color, decades, log_axis, paper_style
 
 SHORT_SERIES = 30  # series with at most this many points are drawn with markers
 MAP_WIDTH = 480  # one map: wide enough for token labels, close to square
@@ -99,27 +99,13 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
     steps = frame.step.unique()
     # one step (a single evaluation) would get fractional ticks around it: label just that step
     fig.update_xaxes(title="step", tickvals=list(steps) if len(steps) == 1 else None)
-    positive = frame.value[frame.value > 0]
-    decades = float(np.log10(positive.max() / positive.min())) if len(positive) > 1 else 0.0
     # A log axis only pays over a factor of 10 or more; over a narrower range (one evaluation point, a
     # loss that has settled) plotly crowds it with minor tick labels.
-    if log_y and decades >= 1:
-        fig.update_yaxes(title=y_title, type="log",
-                         tickvals=_one_two_five(positive.min(), positive.max()) if decades < FEW_DECADES else None,
-                         tickformat="~g")
+    if log_y and decades(frame.value) >= 1:
+        fig.update_yaxes(title=y_title, **log_axis(frame.value))
     else:
         fig.update_yaxes(title=y_title, type="linear")
     return paper_style(fig, height=320, title=title)
-
-
-FEW_DECADES = 3  # from here on plotly labels only the powers of ten by itself
-
-
-def _one_two_five(low: float, high: float) -> list[float]:
-    """Ticks at 1, 2 and 5 times each power of ten from low to high. Over a few decades plotly would
-    label every digit of each, and its minor labels drop the power (0.5 reads "5")."""
-    powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    return [float(f"{m}e{p}") for p in powers for m in (1, 2, 5) if low <= m * 10.0 ** p <= high]
 
 
 def neuron_activity_curves(curves: dict[int, dict[int, np.ndarray]], title: str | None = None) -> go.Figure:

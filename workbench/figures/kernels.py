@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from .style import color, paper_style
+from .style import color, log_axis, paper_style
 
 MiB = 2 ** 20
 
@@ -21,8 +21,10 @@ def memory_vs_length(table: pd.DataFrame, title: str | None = None) -> go.Figure
     scale = table.drop_duplicates("T").sort_values("T")
     fig.add_trace(go.Scatter(x=scale["T"], y=scale.scores_bytes / MiB, mode="lines", name="one T x T map",
                              line=dict(color="grey", dash="dash"), hoverinfo="skip"))
-    fig.update_xaxes(title="sequence length T", type="log")
-    fig.update_yaxes(title="peak tensor memory (MiB)", type="log")
+    # one tick per measured length; the memory axis ticks as every log axis does (style.log_axis)
+    fig.update_xaxes(title="sequence length T", type="log", tickvals=sorted(table["T"].unique()), tickformat="~g")
+    fig.update_yaxes(title="peak tensor memory (MiB)",
+                     **log_axis(pd.concat([table.peak_bytes, table.scores_bytes]) / MiB))
     return paper_style(fig, height=320, title=title)
 
 
@@ -36,6 +38,6 @@ def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", t
         fig.add_trace(go.Scatter(x=layer_rows.length, y=layer_rows.value, mode="lines+markers", name=f"layer {layer}",
                                  line=dict(color=color(i)),
                                  hovertemplate="length %{x}<br>%{y:.3f}<extra>layer " + str(layer) + "</extra>"))
-    fig.update_xaxes(title="test length", type="log")
+    fig.update_xaxes(title="test length", type="log", tickvals=sorted(frame.length.unique()), tickformat="~g")
     fig.update_yaxes(title="attention entropy (nats)" if probe == "entropy" else "normalized attention entropy")
     return paper_style(fig, height=320, title=title)

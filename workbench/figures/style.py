@@ -5,6 +5,7 @@ that is 320 and 672 px. Static export scales them up, so the text stays legible 
 """
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
 # Okabe & Ito (2008): distinguishable with the common colour-vision deficiencies.
@@ -32,3 +33,29 @@ def paper_style(fig: go.Figure, width: str | int | None = None, height: int | No
     if height is not None:
         fig.update_layout(height=height)
     return fig
+
+
+# --- log axes ------------------------------------------------------------------------------------
+# Plotly's own ticks on a log axis spanning up to about five decades label every minor digit without
+# its power ("5" may be 0.5 or 500), so every log axis with a data-driven range takes its ticks here.
+FEW_DECADES = 3  # up to this span: 1, 2 and 5 times each power of ten; beyond it, the powers alone
+
+
+def decades(values) -> float:
+    """How many factors of 10 the positive values span (0 for fewer than two of them)."""
+    positive = np.asarray(values, dtype=float)
+    positive = positive[positive > 0]
+    return float(np.log10(positive.max() / positive.min())) if len(positive) > 1 else 0.0
+
+
+def log_axis(values) -> dict:
+    """Axis settings for a log scale over these values: ticks written out in full ("~g"), at 1, 2 and 5
+    times each power of ten over up to FEW_DECADES decades and at the powers of ten beyond. Where
+    the values are too close for two such ticks, plotly places its own."""
+    positive = np.asarray(values, dtype=float)
+    positive = positive[positive > 0]
+    low, high = positive.min(), positive.max()
+    multiples = (1, 2, 5) if decades(positive) < FEW_DECADES else (1,)
+    powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    ticks = [float(f"{m}e{p}") for p in powers for m in multiples if low <= m * 10.0 ** p <= high]
+    return dict(type="log", tickvals=ticks if len(ticks) > 1 else None, tickformat="~g")
