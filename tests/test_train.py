@@ -116,6 +116,9 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
 
     import workbench.train as training
 
+    # SIG_IGN when make test itself runs in the background (nohup, `&` in a script): the trainer must
+    # hand back whatever handler it found, not assume Python's default
+    handler_before = signal.getsignal(signal.SIGINT)
     # 300 steps log the loss averaged over windows of 3 steps; the interrupt falls inside a window
     config = tiny("train.steps=300", "train.eval_every=100", "train.checkpoint_every=100", "probes.every=100")
     reference = train(config, progress=False, root=tmp_path / "reference").metrics()
@@ -138,4 +141,4 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
     resumed = train(config, progress=False)
     assert resumed.status()["status"] == "completed"
     torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the trainer's handler is gone
+    assert signal.getsignal(signal.SIGINT) is handler_before  # the trainer's handler is gone
