@@ -36,8 +36,15 @@ def chromium_server():
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, str]:
+    """A tiny trained run, evaluated after training at test lengths with attention entropy."""
+    from workbench.reports import evaluate_lengths
+
     root = tmp_path_factory.mktemp("runs")
-    return root, train(RunConfig.load(None, TINY), progress=False, root=root).run_id
+    run_id = train(RunConfig.load(None, TINY), progress=False, root=root).run_id
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_DATA", str(root))
+        evaluate_lengths(run_id, [2, 5], n=8, entropy_n=2)
+    return root, run_id
 
 
 @pytest.fixture

@@ -76,7 +76,8 @@ def test_memory_figure_has_a_line_per_backend_and_the_scale_line():
 def test_the_kernel_figures_tick_their_log_axes_the_same_way():
     import pandas as pd
 
-    from workbench.figures.kernels import MiB, entropy_by_length, memory_vs_length
+    from workbench.figures.builders import entropy_by_length
+    from workbench.figures.kernels import MiB, memory_vs_length
 
     table = pd.DataFrame({"backend": ["reference"] * 2 + ["chunked"] * 2, "T": [1024, 8192] * 2,
                           "peak_bytes": [40 * MiB, 2500 * MiB, 0.7 * MiB, 5.5 * MiB],
@@ -89,7 +90,7 @@ def test_the_kernel_figures_tick_their_log_axes_the_same_way():
 
 
 def test_entropy_by_length_draws_one_line_per_layer_from_layer_means():
-    from workbench.figures.kernels import entropy_by_length
+    from workbench.figures.builders import entropy_by_length
 
     rows = [{"probe": "entropy", "layer": layer, "head": head, "length": length, "value": 0.1 * length, "step": 1}
             for layer in (0, 1) for head in (-1, 0) for length in (5, 10)]

@@ -159,33 +159,35 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _advance(bar):
+    """A progress(done, total) callback that moves a tqdm bar."""
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+    return update
+
+
 def cmd_eval_length(args) -> int:
-    from .reports import eval_lengths
+    from tqdm.auto import tqdm
 
-    lengths = _coerce(args.lengths, list[int], "--lengths")
-    curve = eval_lengths(args.run, lengths, args.n)
-    entropy = _entropy_by_length(args.run, lengths, args.entropy_n) if args.entropy else {}
+    from .errors import check
+    from .reports import evaluate_lengths, json_keys
+
+    check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
+    with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
+        result = evaluate_lengths(args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0,
+                                  progress=_advance(bar))
+    curve, entropy = result["exact_match"], result.get("entropy", {})
     if args.json:
-        summary = {"run_id": args.run, "exact_match": {str(k): v for k, v in curve.items()}}
-        _print_json({**summary, "entropy": entropy} if args.entropy else summary)
+        summary = {"run_id": args.run, "exact_match": json_keys(curve)}
+        _print_json({**summary, "entropy": json_keys(entropy)} if args.entropy else summary)
     else:
-        print("length  exact_match" + "".join(f"  entropy_L{layer}" for layer in next(iter(entropy.values()), {})))
+        layer_names = sorted({layer for layers in entropy.values() for layer in layers})
+        print("length  exact_match" + "".join(f"  entropy_L{layer}" for layer in layer_names))
         for length, value in curve.items():
-            layers = entropy.get(str(length), {})
-            print(f"{length:>6}  {value:.4f}     " + "".join(f"  {v:>10.4f}" for v in layers.values()))
+            layers = entropy.get(length, {})
+            print(f"{length:>6}  {value:.4f}     " + "".join(f"  {layers[layer]:>10.4f}" for layer in layer_names))
     return 0
-
-
-def _entropy_by_length(run_id: str, lengths: list[int], n: int) -> dict[str, dict[str, float]]:
-    """{length: {layer: mean entropy in nats}}; every row (per head too) goes into the run's metrics."""
-    from .probes import run_entropy_vs_length
-
-    rows = run_entropy_vs_length(run_id, lengths, n)
-    table: dict[str, dict[str, float]] = {}
-    for r in rows:
-        if r["probe"] == "entropy" and r["head"] == -1:
-            table.setdefault(str(r["length"]), {})[str(r["layer"])] = r["value"]
-    return table
 
 
 def cmd_task(args) -> int:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,7 @@ def length_table(metrics: pd.DataFrame) -> dict[int, float]:
     rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
     if rows.empty:
         return {}
-    latest = rows.sort_values("step").groupby("length")["value"].last()
+    latest = rows.sort_values("step", kind="stable").groupby("length")["value"].last()  # the last evaluated wins
     return {int(k): float(v) for k, v in latest.items()}
 
 
@@ -96,9 +97,22 @@ def run_summary(run: Run) -> dict:
         "n_parameters": status.get("n_parameters"), "demo": run.read_only,
         "config": config.to_dict(), "final": final_values(metrics),
         "length_curve": {str(k): v for k, v in length_table(metrics).items()},
+        "entropy_by_length": entropy_by_length_summary(metrics),
         "probes": probe_summaries(metrics), "snapshots": run.snapshot_steps(),
         "neuron_activity": neuron_activity_summary(run),
     }
+
+
+def entropy_by_length_summary(metrics: pd.DataFrame) -> dict:
+    """{"entropy": {length: {layer: nats}}, "entropy_normalized": ...} with string keys (JSON's), for the
+    lengths a run was evaluated at with entropy ({} when none)."""
+    tables = {probe: entropy_layer_means(metrics, probe) for probe in ("entropy", "entropy_normalized")}
+    return {probe: json_keys(table) for probe, table in tables.items() if table}
+
+
+def json_keys(table: dict) -> dict:
+    """The same nested dict with every key a string, as JSON writes it."""
+    return {str(key): json_keys(value) if isinstance(value, dict) else value for key, value in table.items()}
 
 
 @dataclass
@@ -130,12 +144,47 @@ def load_for_evaluation(run_id: str, lengths: list[int], n: int) -> FinishedRun:
     return FinishedRun(run, model, task, config, int(run.status().get("step", config.train.steps)))
 
 
-def eval_lengths(run_id: str, lengths: list[int], n: int = 512) -> dict[int, float]:
-    """Exact match per test length for a finished run; stored as metrics unless the run is a demo."""
+def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entropy_n: int = 0,
+                     progress: Callable[[int, int], None] | None = None) -> dict:
+    """Exact match per test length for a finished run and, when entropy_n > 0, the mean attention
+    entropy per layer at each length over entropy_n samples. Every row (per head too) is stored in
+    the run's metrics unless it is a demo. `lengths` may be the command line's text ("5,10,20");
+    `progress(done, total)` is called after each length.
+
+    Returns {"exact_match": {length: rate}, "entropy": {length: {layer: nats}}} ("entropy" only when asked)."""
+    from .errors import check
+    from .probes.entropy_length import entropy_vs_length
+    from .typed import _coerce
+
+    lengths = _coerce(lengths, list[int], "--lengths")
+    check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
+    check(entropy_n >= 0, "--entropy-n", entropy_n, "expected 0 (no entropy) or more samples per length")
     finished = load_for_evaluation(run_id, lengths, n)
-    curve = length_curve(finished.model, finished.task, lengths, n, finished.config.train.seed)
-    finished.store(length_rows(curve, finished.step))
-    return curve
+    seed, curve, entropy_rows = finished.config.train.seed, {}, []
+    for done, length in enumerate(lengths, start=1):
+        # one length at a time, so progress can be shown; each length has its own evaluation stream
+        curve.update(length_curve(finished.model, finished.task, [length], n, seed))
+        if entropy_n:
+            entropy_rows += entropy_vs_length(finished.model, finished.task, [length], entropy_n, seed, finished.step)
+        if progress:
+            progress(done, len(lengths))
+    finished.store(length_rows(curve, finished.step) + entropy_rows)
+    result: dict = {"exact_match": curve}
+    if entropy_n:
+        result["entropy"] = entropy_layer_means(entropy_rows)
+    return result
+
+
+def entropy_layer_means(rows, probe: str = "entropy") -> dict[int, dict[int, float]]:
+    """{length: {layer: value}} from entropy-by-length rows (the layer means, not the heads); where a
+    length was evaluated more than once, the latest step counts."""
+    frame = pd.DataFrame(rows, columns=["step", "probe", "layer", "head", "length", "value"])
+    frame = frame[(frame.probe == probe) & (frame.length >= 1) & (frame.layer >= 0) & (frame["head"] == -1)]
+    latest = frame.sort_values("step", kind="stable").groupby(["length", "layer"])["value"].last()
+    table: dict[int, dict[int, float]] = {}
+    for (length, layer), value in latest.items():
+        table.setdefault(int(length), {})[int(layer)] = float(value)
+    return table
 
 
 def nan_to_none(value):

@@ -72,13 +72,39 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
         fig.add_trace(go.Scatter(x=stats.length, y=stats["median"] * 100, mode="lines+markers", name=str(label),
                                  line=dict(color=color(i)), legendgroup=str(label),
                                  hovertemplate="length %{x}<br>exact match %{y:.1f}%<extra>" + str(label) + "</extra>"))
-    if train_length:
-        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1,  # explicit: the template zeroes shape lines
-                      annotation_position="bottom right",
-                      annotation_text="longest trained", annotation_font_size=9)
     fig.update_xaxes(title="test length")
     fig.update_yaxes(title="exact match (%)", range=[-3, 103])
-    return paper_style(fig, height=320, title=title)
+    return mark_train_length(paper_style(fig, height=320, title=title), train_length)
+
+
+def mark_train_length(fig: go.Figure, train_length: int | None) -> go.Figure:
+    """A dashed line at the longest length seen in training, named above the plot (inside it, the
+    name sat on the curves, which often run along the axis's top or bottom). Call after paper_style,
+    which sets the margins, and after the x axis's type is set."""
+    if train_length:
+        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1)  # explicit: the template zeroes shape lines
+        # an annotation on a log axis is placed by the log10 of its value (a shape by the value itself)
+        x = np.log10(train_length) if fig.layout.xaxis.type == "log" else train_length
+        fig.add_annotation(x=x, xref="x", y=1, yref="paper", yanchor="bottom", showarrow=False,
+                           text="longest trained", font=dict(size=9, color="grey"))
+        fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 24)))
+    return fig
+
+
+def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", train_length: int | None = None,
+                      title: str | None = None) -> go.Figure:
+    """Mean attention entropy against test length, one line per layer (the layer mean over heads), with
+    the longest trained length marked when given. `rows` are workbench.probes.entropy_vs_length's tidy rows."""
+    frame = pd.DataFrame(rows)
+    frame = frame[(frame.probe == probe) & (frame["head"] == -1)].sort_values("length")
+    fig = go.Figure()
+    for i, (layer, layer_rows) in enumerate(frame.groupby("layer")):
+        fig.add_trace(go.Scatter(x=layer_rows.length, y=layer_rows.value, mode="lines+markers", name=f"layer {layer}",
+                                 line=dict(color=color(i)),
+                                 hovertemplate="length %{x}<br>%{y:.3f}<extra>layer " + str(layer) + "</extra>"))
+    fig.update_xaxes(title="test length", type="log", tickvals=sorted(frame.length.unique()), tickformat="~g")
+    fig.update_yaxes(title="attention entropy (nats)" if probe == "entropy" else "normalized attention entropy")
+    return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
 
 def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = None, log_y: bool = False,

@@ -85,7 +85,8 @@ def export_path(out: str | None, default_name: str, folder: str | Path = DEFAULT
 
 
 # --- figures of one run by name (`workbench export RUN --figure NAME`) ----------------------------
-FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activity", "length", "memorization", "loss")
+FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activity", "length", "entropy-length",
+           "entropy-length-normalized", "memorization", "loss")
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None):
@@ -97,6 +98,8 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
         return run_figures.run_attention_grid(run, step)
     if figure == "length":
         return run_figures.runs_length_curve([run])
+    if figure in ("entropy-length", "entropy-length-normalized"):
+        return run_figures.run_entropy_by_length(run, normalized=figure.endswith("normalized"))
     if figure == "memorization":
         return run_figures.run_memorization(run)
     if figure == "neuron-activity":  # --step draws that one step; by default a few spread over training

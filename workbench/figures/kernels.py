@@ -1,4 +1,5 @@
-"""Figures of kernel measurements (workbench.kernels.measure): memory against sequence length."""
+"""Figures of kernel measurements (workbench.kernels.measure): memory against sequence length.
+(Entropy against test length, which the streaming kernels measure, is a probe figure: builders.)"""
 from __future__ import annotations
 
 import pandas as pd
@@ -25,19 +26,4 @@ def memory_vs_length(table: pd.DataFrame, title: str | None = None) -> go.Figure
     fig.update_xaxes(title="sequence length T", type="log", tickvals=sorted(table["T"].unique()), tickformat="~g")
     fig.update_yaxes(title="peak tensor memory (MiB)",
                      **log_axis(pd.concat([table.peak_bytes, table.scores_bytes]) / MiB))
-    return paper_style(fig, height=320, title=title)
-
-
-def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", title: str | None = None) -> go.Figure:
-    """Mean attention entropy against test length, one line per layer (the layer mean over heads).
-    `rows` are workbench.probes.entropy_vs_length's tidy rows."""
-    frame = pd.DataFrame(rows)
-    frame = frame[(frame.probe == probe) & (frame["head"] == -1)].sort_values("length")
-    fig = go.Figure()
-    for i, (layer, layer_rows) in enumerate(frame.groupby("layer")):
-        fig.add_trace(go.Scatter(x=layer_rows.length, y=layer_rows.value, mode="lines+markers", name=f"layer {layer}",
-                                 line=dict(color=color(i)),
-                                 hovertemplate="length %{x}<br>%{y:.3f}<extra>layer " + str(layer) + "</extra>"))
-    fig.update_xaxes(title="test length", type="log", tickvals=sorted(frame.length.unique()), tickformat="~g")
-    fig.update_yaxes(title="attention entropy (nats)" if probe == "entropy" else "normalized attention entropy")
     return paper_style(fig, height=320, title=title)

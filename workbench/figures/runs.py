@@ -6,8 +6,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..events import training_events
-from ..reports import length_table, neuron_activity, neuron_activity_steps
-from .builders import (attention_grid, attention_map, length_curve, metric_over_steps,
+from ..reports import entropy_layer_means, length_table, neuron_activity, neuron_activity_steps
+from .builders import (attention_grid, attention_map, entropy_by_length, length_curve, metric_over_steps,
                        neuron_activity_curves)
 
 PROBE_TITLES = {"entropy": "attention entropy (nats)", "entropy_normalized": "normalized attention entropy",
@@ -90,6 +90,24 @@ def runs_length_curve(runs: list, labels: list[str] | None = None):
         raise ConfigError("run", ", ".join(r.run_id for r in runs),
                           "has no length curve (train with task.eval_lengths=... or run `workbench eval-length`)")
     return length_curve(curves, train_length(runs[0].config()) if runs else None)
+
+
+def has_entropy_by_length(run) -> bool:
+    return bool(entropy_layer_means(run.metrics()))
+
+
+def run_entropy_by_length(run, normalized: bool = False):
+    """Mean attention entropy per layer against test length, as evaluated after training (`workbench
+    eval-length RUN --entropy`, or the Length generalization page), the longest trained length marked.
+    Normalized divides by log(number of keys), so lengths compare on one 0-1 scale."""
+    probe = "entropy_normalized" if normalized else "entropy"
+    table = entropy_layer_means(run.metrics(), probe)
+    if not table:
+        raise ConfigError("run", run.run_id, "has no attention entropy by test length (evaluate it with "
+                                             "`workbench eval-length RUN --lengths 5,10,20 --entropy`)")
+    rows = [{"probe": probe, "layer": layer, "head": -1, "length": length, "value": value}
+            for length, layers in table.items() for layer, value in layers.items()]
+    return entropy_by_length(rows, probe, train_length(run.config()))
 
 
 # --- probes over training -------------------------------------------------------------------------

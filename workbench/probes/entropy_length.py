@@ -65,13 +65,3 @@ def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0
         for layer, (raw, normalized) in entropy_at_length(model, task, int(length), n, seed).items():
             rows += [{**r, "step": step} for r in entropy_rows(raw, normalized, layer, int(length))]
     return rows
-
-
-def run_entropy_vs_length(run_id: str, lengths: list[int], n: int = 8) -> list[dict]:
-    """Entropy vs length for a stored run; rows are appended to its metrics unless it is a demo."""
-    from ..reports import load_for_evaluation
-
-    finished = load_for_evaluation(run_id, lengths, n)
-    rows = entropy_vs_length(finished.model, finished.task, lengths, n, finished.config.train.seed, finished.step)
-    finished.store(rows)
-    return rows
