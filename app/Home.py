@@ -38,7 +38,11 @@ with left:
         show_error(error)
 with right:
     st.subheader("Length generalization")
-    try:
-        st.plotly_chart(run_figures.runs_length_curve([run]), key="home_length")
-    except Exception as error:  # noqa: BLE001
-        show_error(error)
+    if not run_figures.has_length_curve(run):
+        st.info("This run was not evaluated at test lengths. Evaluate it on the **Length generalization** "
+                f"page, or with `workbench eval-length {run.run_id} --lengths 5,10,20`.")
+    else:
+        try:
+            st.plotly_chart(run_figures.runs_length_curve([run]), key="home_length")
+        except Exception as error:  # noqa: BLE001
+            show_error(error)

@@ -30,6 +30,21 @@ def test_home_shows_demo_runs_attention_and_length_curve(data_dir):
     assert not app.exception
 
 
+def test_home_says_how_to_evaluate_a_run_without_a_length_curve(data_dir):
+    from workbench.app_support import SELECTED_RUNS
+    from workbench.config import RunConfig
+    from workbench.train import train
+
+    run = train(RunConfig.load(None, ["task.name=copy", "model.n_layers=1", "model.d_model=16", "model.n_heads=2",
+                                      "train.steps=4", "train.batch_size=8", "train.eval_every=0"]), progress=False)
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT)
+    app.session_state[SELECTED_RUNS] = [run.run_id]
+    app.run()
+    assert not app.exception and not app.warning
+    assert any(f"workbench eval-length {run.run_id}" in info.value for info in app.info)
+    assert len(app.get("plotly_chart")) == 1  # its attention map only
+
+
 def test_home_with_an_empty_store_says_what_to_do(data_dir, monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_DEMO", str(tmp_path / "no-demo"))
     app = AppTest.from_file(HOME, default_timeout=TIMEOUT).run()

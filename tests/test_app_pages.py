@@ -172,6 +172,54 @@ def test_length_page_runs_and_experiment(demo, data_dir):
     assert not app.exception and len(charts(app)) == 1 and len(app.dataframe) == 1
 
 
+def test_length_page_starts_on_runs_of_one_task(demo):
+    app = run_page("Length_generalization")
+    chosen = app.multiselect(key="length_runs").value
+    assert len(chosen) == 1  # one task has one run here: its copy or addition sibling has another length axis
+    assert len(app.multiselect(key="length_runs").options) == 2
+
+
+def evaluate_on_length_page(app: AppTest, lengths: str) -> AppTest:
+    app.text_input(key="length_eval_lengths").input(lengths)
+    app.number_input(key="length_eval_n").set_value(8)
+    app.number_input(key="length_eval_entropy_n").set_value(2)
+    next(button for button in app.button if button.label == "Evaluate").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def test_length_page_evaluates_a_run_and_draws_entropy_against_length(demo, tiny_demo, data_dir):
+    from workbench.store import open_run
+
+    run_id = own_copy(tiny_demo[0], demo["hybrid"], data_dir)
+    app = run_page("Length_generalization", selected=[demo["addition"]])
+    assert "Attention entropy by test length" in [h.value for h in app.subheader]
+    assert len(charts(app)) == 1  # no run was evaluated with entropy yet
+    app.selectbox(key="length_eval_run").select(next(o for o in app.selectbox(key="length_eval_run").options
+                                                      if o.startswith(run_id) and "demo" not in o)).run()
+    evaluate_on_length_page(app, "2,8")
+    assert any(run_id in s.value for s in app.success)
+    assert list(app.dataframe[0].value.columns) == ["length", "exact_match", "entropy layer 0"]  # one attention layer
+    assert any(o.startswith(run_id) for o in app.multiselect(key="length_runs").value)  # added to the curves
+    assert len(charts(app)) == 2 and "longest trained" in charts(app)[1].proto.spec
+    stored = open_run(run_id).metrics()
+    assert {2, 8} <= set(stored[(stored.probe == "entropy") & (stored.length > 0)].length)
+    app.toggle(key="length_entropy_normalized").set_value(True).run()
+    assert "normalized attention entropy" in charts(app)[1].proto.spec
+
+
+def test_length_page_evaluating_a_demo_run_stores_nothing_and_bad_lengths_are_named(demo, tiny_demo):
+    from workbench.store import open_run
+
+    before = len(open_run(demo["addition"]).metrics())
+    app = run_page("Length_generalization", selected=[demo["addition"]])
+    evaluate_on_length_page(app, "2,7")
+    assert any("read-only" in info.value for info in app.info) and len(app.dataframe) == 1
+    assert len(open_run(demo["addition"]).metrics()) == before
+    evaluate_on_length_page(app, "2,x")
+    assert any("--lengths: invalid value 'x'" in w.value for w in app.warning)
+
+
 def save_fake_lengthgen_result(demo) -> None:
     """A cached experiment result made from the tiny runs (the page only reads it)."""
     from workbench.experiments import ExperimentResult

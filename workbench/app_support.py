@@ -67,6 +67,22 @@ def experiment_results() -> dict[str, object]:
     return found
 
 
+def same_task_runs(table: pd.DataFrame, limit: int = 4) -> list[str]:
+    """Up to `limit` runs of the first run's task: a default comparison that shares one length axis."""
+    if table.empty:
+        return []
+    return list(table[table.task == table.task.iloc[0]].run_id[:limit])
+
+
+def length_result_table(result: dict) -> pd.DataFrame:
+    """reports.evaluate_lengths's result as a table: one row per length, exact match and the mean
+    attention entropy (nats) of each layer."""
+    entropy = result.get("entropy", {})
+    return pd.DataFrame([{"length": length, "exact_match": value,
+                          **{f"entropy layer {layer}": v for layer, v in entropy.get(length, {}).items()}}
+                         for length, value in result["exact_match"].items()])
+
+
 def download_name(*parts) -> str:
     """A file stem from run ids and view names: letters, digits, '-', '_' only."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(str(p) for p in parts if p != "")).strip("-") or "figure"
@@ -108,12 +124,26 @@ def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0)
 
 
 def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[str] | None = None) -> list:
+    """A multiselect over the runs; it starts on `default` (ids), else on the runs selected on the Runs page."""
     import streamlit as st
 
     options = {run_label(row): row.run_id for row in table.itertuples()}
-    wanted = default if default is not None else selected_run_ids(table)
-    chosen = st.multiselect(label, list(options), default=[n for n, r in options.items() if r in wanted], key=key)
+    if key in st.session_state:  # chosen before (or set by add_to_choice): a default would only warn
+        st.session_state[key] = [name for name in st.session_state[key] if name in options]
+        chosen = st.multiselect(label, list(options), key=key)
+    else:
+        wanted = default if default is not None else selected_run_ids(table)
+        chosen = st.multiselect(label, list(options), default=[n for n, r in options.items() if r in wanted], key=key)
     return [open_run(options[name]) for name in chosen]
+
+
+def add_to_choice(key: str, rows: pd.DataFrame) -> None:
+    """Add runs (table rows) to a pick_runs multiselect before it is drawn (on its first drawing,
+    they are its whole choice)."""
+    import streamlit as st
+
+    chosen = st.session_state.get(key, [])
+    st.session_state[key] = [*chosen, *[run_label(row) for row in rows.itertuples() if run_label(row) not in chosen]]
 
 
 def download_buttons(fig, stem: str, key: str) -> None:

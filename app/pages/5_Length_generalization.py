@@ -1,9 +1,12 @@
 """Length generalization: exact match vs test length for several runs (seeds as bands) or a whole
-experiment, with the longest training length marked."""
+experiment, with the longest training length marked; attention entropy vs test length; and a form
+that evaluates a finished run at new lengths (what `workbench eval-length` does)."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
+from workbench.reports import evaluate_lengths
+from workbench.store import FINISHED
 
 st.set_page_config(page_title="Length generalization · workbench", layout="wide")
 st.title("Length generalization")
@@ -13,25 +16,94 @@ if table.empty and not results:
     support.store_is_empty(table)
     st.stop()
 
-source = st.radio("show", ["runs", "an experiment"], horizontal=True, key="length_source")
-if source == "runs":
-    with_curves = table[[run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]]
+
+def show_runs(with_curves) -> None:
+    """Exact match and attention entropy against test length, for runs that were evaluated at lengths."""
     if with_curves.empty:
-        st.info("No run has a length curve yet. Train with `task.eval_lengths=5,10,20` or evaluate a finished "
-                "run with `workbench eval-length RUN --lengths 5,10,20`.")
-        st.stop()
-    selected = support.selected_run_ids(with_curves)
-    runs = support.pick_runs(with_curves, key="length_runs", default=selected or list(with_curves.run_id[:3]))
+        st.info("No run has a length curve yet. Evaluate a finished run above, train with "
+                "`task.eval_lengths=5,10,20`, or run `workbench eval-length RUN --lengths 5,10,20`.")
+        return
+    runs = support.pick_runs(with_curves, key="length_runs",
+                             default=support.selected_run_ids(with_curves) or support.same_task_runs(with_curves))
     group = st.selectbox("one line per", run_figures.LABEL_KEYS, index=1, key="length_group",
                          help="runs that share a value (e.g. seeds of one encoding) form a median line with a band")
     if not runs:
         st.info("Choose one or more runs.")
-        st.stop()
+        return
     try:
         fig = run_figures.runs_length_curve(runs, run_figures.run_labels(runs, group))
         support.figure_view(fig, "length_curve", support.download_name("length", *[r.run_id for r in runs]))
     except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
         support.show_error(error)
+
+    st.subheader("Attention entropy by test length")
+    with_entropy = [run for run in runs if run_figures.has_entropy_by_length(run)]
+    if not with_entropy:
+        st.caption("None of the chosen runs was evaluated with attention entropy: tick it in the form above "
+                   "(or `workbench eval-length RUN --lengths 5,10,20 --entropy`).")
+        return
+    names = {support.run_label(row): row.run_id for row in with_curves.itertuples()
+             if row.run_id in {run.run_id for run in with_entropy}}
+    chosen = names[st.selectbox("run", list(names), key="length_entropy_run")]
+    normalized = st.toggle("normalized by log(number of keys)", key="length_entropy_normalized",
+                           help="1 is uniform attention over the keys a query sees; lengths compare on one scale")
+    run = next(run for run in with_entropy if run.run_id == chosen)
+    try:
+        fig = run_figures.run_entropy_by_length(run, normalized)
+        support.figure_view(fig, "length_entropy", support.download_name("entropy-length", run.run_id))
+    except Exception as error:  # noqa: BLE001
+        support.show_error(error)
+    st.caption("Mean over query positions and heads, per layer, on fresh samples of each length. Entropy "
+               "that keeps rising past the longest trained length means attention spreads over keys it never "
+               "saw in training.")
+
+
+def evaluate_form(expanded: bool) -> str | None:
+    """Evaluate one finished run at the lengths typed in; the results are stored with the run, whose
+    id is returned (None when nothing was stored)."""
+    finished = table[table.status.isin(FINISHED)]
+    with st.expander("Evaluate a run at more test lengths", expanded=expanded):
+        if finished.empty:
+            st.info("No finished run to evaluate yet.")
+            return None
+        run = support.pick_run(finished, key="length_eval_run")
+        defaults = run.config().task.eval_lengths
+        with st.form("length_eval_form"):
+            lengths = st.text_input("test lengths (--lengths)", value=",".join(map(str, defaults)) or "5,10,20",
+                                    key="length_eval_lengths", help="comma-separated, in the task's own length unit")
+            left, middle, right = st.columns(3)
+            n = left.number_input("samples per length (--n)", min_value=1, value=256, step=64, key="length_eval_n")
+            entropy = middle.checkbox("attention entropy too (--entropy)", value=True, key="length_eval_entropy")
+            entropy_n = right.number_input("samples per length for entropy (--entropy-n)", min_value=1, value=8,
+                                           key="length_eval_entropy_n")
+            if not st.form_submit_button("Evaluate"):
+                return None
+        bar = st.progress(0.0, text="evaluating")
+        try:
+            result = evaluate_lengths(run.run_id, lengths, int(n), int(entropy_n) if entropy else 0,
+                                      progress=lambda done, total: bar.progress(done / total,
+                                                                               text=f"{done} of {total} lengths"))
+        except Exception as error:  # noqa: BLE001
+            bar.empty()
+            support.show_error(error)
+            return None
+        bar.empty()
+        st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result")
+        if run.read_only:
+            st.info("This is a shipped demo run, which is read-only: the results above are not stored.")
+            return None
+        st.success(f"Stored with run {run.run_id}; its curves are drawn below.")
+        return run.run_id
+
+
+source = st.radio("show", ["runs", "an experiment"], horizontal=True, key="length_source")
+if source == "runs":
+    has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
+    evaluated = evaluate_form(expanded=not any(has_curve))
+    if evaluated:  # recomputed: the run may have had no curve before
+        has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
+        support.add_to_choice("length_runs", table[table.run_id == evaluated])
+    show_runs(table[has_curve])
 else:
     if not results:
         st.info("No experiment has a cached result yet. Run one on the **Experiments** page or with "
