@@ -220,6 +220,16 @@ def test_length_page_evaluating_a_demo_run_stores_nothing_and_bad_lengths_are_na
     assert any("--lengths: invalid value 'x'" in w.value for w in app.warning)
 
 
+def test_length_page_without_any_curve_evaluates_the_first_one(empty):
+    overrides = [o for o in ADDITION if not o.startswith("task.eval_lengths")]
+    run_id = train(RunConfig.load(None, overrides), progress=False).run_id
+    app = run_page("Length_generalization")
+    assert any("No run has a length curve yet" in info.value for info in app.info) and not charts(app)
+    evaluate_on_length_page(app, "2,5")
+    assert app.multiselect(key="length_runs").value[0].startswith(run_id)
+    assert len(charts(app)) == 2  # exact match and entropy against length
+
+
 def save_fake_lengthgen_result(demo) -> None:
     """A cached experiment result made from the tiny runs (the page only reads it)."""
     from workbench.experiments import ExperimentResult
