@@ -90,6 +90,19 @@ def test_a_log_axis_ticks_at_1_2_5_over_a_few_decades_and_at_the_powers_beyond_w
     assert list(many.tickvals) == [0.001, 0.01, 0.1, 1.0] and many.tickformat == "~g"
 
 
+def test_a_share_that_barely_moves_is_drawn_on_the_whole_0_to_1_axis(store):
+    from workbench.figures.runs import run_memorization, run_metric
+    from workbench.store import open_run
+
+    run = open_run(store)  # exact match only at steps 10 and 20, both 0: plotly alone ranged it -1 to 1
+    for figure in (run_metric(run, "exact_match"), run_memorization(run)):  # the page's fallback too
+        assert list(figure.layout.yaxis.range) == [-0.03, 1.03]
+    density = run_metric(run, "mlp_nonzero_fraction")  # moves over training: plotly's own zoom
+    values = [v for trace in density.data for v in trace.y]
+    assert max(values) - min(values) >= 0.05 and density.layout.yaxis.range is None
+    assert run_metric(run, "loss").layout.yaxis.range is None  # not a share
+
+
 def test_a_single_step_is_the_only_tick():
     import pandas as pd
 

@@ -107,6 +107,19 @@ def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", t
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
 
+FLAT_SHARE = 0.05  # a share that moves less than this is drawn on the whole 0-1 axis
+
+
+def share_axis(fig: go.Figure, values) -> go.Figure:
+    """A y axis for a share (0 to 1). Where the values barely move (a lone point, a flat line), plotly
+    centres its range on them, e.g. -1 to 1 around a single 0; the whole 0-1 range reads right.
+    Where they move, plotly's own zoom shows how."""
+    values = pd.Series(values, dtype=float).dropna()
+    if len(values) and values.max() - values.min() < FLAT_SHARE:
+        fig.update_yaxes(range=[-0.03, 1.03])
+    return fig
+
+
 def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = None, log_y: bool = False,
                       markers: dict[str, int] | None = None) -> go.Figure:
     """Lines of value vs step, one per `series` (column), e.g. one per layer/head or per run.

@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from ..events import training_events
 from ..reports import entropy_layer_means, length_table, neuron_activity, neuron_activity_steps
 from .builders import (attention_grid, attention_map, entropy_by_length, length_curve, metric_over_steps,
-                       neuron_activity_curves)
+                       neuron_activity_curves, share_axis)
 
 PROBE_TITLES = {"entropy": "attention entropy (nats)", "entropy_normalized": "normalized attention entropy",
                 "mlp_nonzero_fraction": "fraction of nonzero MLP activations", "loss": "training loss",
@@ -21,6 +21,10 @@ PROBE_ORDER = ["loss", "eval_loss", "exact_match", "entropy", "entropy_normalize
                "mlp_nonzero_fraction", "dead_neuron_fraction", "residual_max_abs", "residual_kurtosis",
                "memorization_train_exact_match", "memorization_fresh_exact_match", "grad_norm", "lr"]
 LOG_PROBES = ("loss", "eval_loss", "grad_norm")
+# Probes that are shares of something, always between 0 and 1
+SHARE_PROBES = ("exact_match", "mlp_nonzero_fraction", "dead_neuron_fraction", "entropy_normalized",
+                "noop_head_fraction", "attention_first_token", "attention_delimiters", "memorization_extraction",
+                "memorization_train_exact_match", "memorization_fresh_exact_match", "memorization_table_exact_match")
 MEMORIZATION_PROBES = {"memorization_train_exact_match": "training samples",
                        "memorization_fresh_exact_match": "fresh samples"}
 LABEL_KEYS = ("run", "pos", "mixer", "task", "label")
@@ -147,7 +151,7 @@ def run_metric(run, probe: str, by: str | None = None, events: dict[str, int] | 
         rows = (rows.groupby(["layer", "step"], as_index=False)["value"].mean()
                 .assign(series=lambda r: "layer " + r.layer.astype(str)))
     events = training_events(run) if events is None else events
-    return metric_over_steps(rows, PROBE_TITLES.get(probe, probe), markers=events, log_y=probe in LOG_PROBES)
+    return _probe_figure(rows, probe, markers=events)
 
 
 def runs_metric(runs: list, probe: str, labels: list[str] | None = None):
@@ -161,8 +165,12 @@ def runs_metric(runs: list, probe: str, labels: list[str] | None = None):
         frames.append(mean.assign(series=labels[i] if labels else run.run_id))
     if not frames:
         raise ConfigError("probe", probe, "not recorded in any of the chosen runs")
-    return metric_over_steps(pd.concat(frames, ignore_index=True), PROBE_TITLES.get(probe, probe),
-                             log_y=probe in LOG_PROBES)
+    return _probe_figure(pd.concat(frames, ignore_index=True), probe)
+
+
+def _probe_figure(rows: pd.DataFrame, probe: str, markers: dict[str, int] | None = None):
+    fig = metric_over_steps(rows, PROBE_TITLES.get(probe, probe), markers=markers, log_y=probe in LOG_PROBES)
+    return share_axis(fig, rows.value) if probe in SHARE_PROBES else fig
 
 
 def has_memorization(run) -> bool:
