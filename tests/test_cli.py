@@ -29,10 +29,11 @@ def test_train_runs_show_and_eval_length(data_dir, capsys):
     assert main(["train", *TINY, "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["run_id"] == run_id
     assert main(["runs", "--json"]) == 0
-    assert run_id in [row["run_id"] for row in json.loads(capsys.readouterr().out)]
+    (row,) = [row for row in json.loads(capsys.readouterr().out) if row["run_id"] == run_id]
     assert main(["show", run_id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["status"] == "completed" and "entropy" in shown["probes"]
+    assert row["params"] == shown["n_parameters"] > 0  # the runs table tells apart models of one shape but width
     assert main(["eval-length", run_id, "--lengths", "2,4", "--n", "16", "--json"]) == 0
     curve = json.loads(capsys.readouterr().out)["exact_match"]
     assert set(curve) == {"2", "4"} and all(0 <= v <= 1 for v in curve.values())

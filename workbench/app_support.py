@@ -13,7 +13,7 @@ import pandas as pd
 from .errors import ConfigError
 from .store import list_runs, open_run
 
-TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "seed", "step", "loss",
+TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "step", "loss",
                  "exact_match", "demo", "label"]
 SORTABLE = ["created", "run_id", "status", "task", "mixer", "pos", "loss", "exact_match", "step"]
 SELECTED_RUNS = "selected_runs"  # session-state key: the runs chosen on the Runs page, read by every page

@@ -191,7 +191,9 @@ def _summary(run: Run) -> dict[str, Any]:
     return {
         "run_id": run.run_id, "status": status.get("status", "unknown"),
         "task": config.task.name, "mixer": config.model.layers or config.model.mixer, "pos": config.model.pos,
-        "layers": len(config.model.layer_mixers()), "d_model": config.model.d_model, "seed": config.train.seed,
+        "layers": len(config.model.layer_mixers()), "d_model": config.model.d_model,
+        "params": status.get("n_parameters"),  # tells apart runs whose other columns agree (e.g. MLP widths)
+        "seed": config.train.seed,
         "steps": config.train.steps, "step": status.get("step", 0),
         "loss": last.get("loss", float("nan")) if len(final) else float("nan"),
         "exact_match": last.get("exact_match", float("nan")) if len(final) else float("nan"),
@@ -217,7 +219,7 @@ def list_runs(include_demo: bool = True) -> pd.DataFrame:
             except Exception as error:  # a corrupt run must not hide the others
                 warnings.warn(f"skipping unreadable run folder {folder}: {type(error).__name__}: {error}",
                               stacklevel=2)
-    columns = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "seed", "steps", "step",
+    columns = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "steps", "step",
                "loss", "exact_match", "elapsed_s", "demo", "label", "created"]
     return pd.DataFrame(rows, columns=columns)
 
