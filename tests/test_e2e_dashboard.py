@@ -1,6 +1,7 @@
 """The dashboard end to end in a real headless Chromium: train a tiny run from the Train page,
-watch it finish, open it on the Attention page and download its figure as a PDF. A screenshot
-of every page is kept in artifacts/."""
+watch it finish, open it on the Attention page and download its figure as a PDF, then evaluate it
+at a longer length from the Length generalization page. A screenshot of every page is kept in
+artifacts/."""
 from __future__ import annotations
 
 import pytest
@@ -69,3 +70,14 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
         wait_until_idle(page)
         screenshot(page, artifacts_dir / f"dashboard-{number}-{name.replace(' ', '_').lower()}.png")
         assert page.locator("[data-testid='stException']").count() == 0, f"{name} page raised"
+
+    # evaluate the run at a longer length from the Length generalization page's form, entropy too
+    open_page(page, "Length generalization")
+    page.locator("[data-testid='stExpander'] summary", has_text="Evaluate a run").click()
+    page.get_by_role("textbox", name="test lengths (--lengths)").fill("2,3,8")
+    page.get_by_role("button", name="Evaluate").click()
+    page.get_by_text(f"Stored with run {run_ids[0]}").wait_for(timeout=WAIT_MS)
+    page.get_by_role("heading", name="Attention entropy by test length").wait_for(timeout=WAIT_MS)
+    wait_until_idle(page)
+    assert page.locator(PLOT).count() == 2  # exact match and entropy against test length
+    screenshot(page, artifacts_dir / "dashboard-8-length-evaluated.png")
