@@ -108,6 +108,24 @@ def test_attention_page_grid_slider_and_two_runs(demo):
     assert len(app.get("download_button")) == 12
 
 
+def test_attention_page_reads_a_fresh_sample_beyond_the_training_length(demo):
+    app = run_page("Attention", selected=[demo["addition"]])
+    app.radio(key="attention_source_left").set_value("a fresh sample").run()
+    assert not app.exception
+    length = app.number_input(key=f"attention_length_left_{demo['addition']}")
+    assert length.value == 3  # the longest addition it trained on
+    length.set_value(6).run()
+    assert not app.exception and "2.0x the longest trained" in app.caption[0].value
+    answer = app.markdown[0].value
+    assert answer.startswith("answer `") and ("right" in answer or "wrong" in answer)
+    grid, single = charts(app)
+    tokens = app.caption[0].value.split(": ", 1)[1].split()
+    assert len(tokens) == 1 + 6 + 1 + 6 + 1 + 7  # ^, two 6-digit operands, + and =, the 7-digit sum (its end is a target)
+    assert f'"{len(tokens) - 1}:{tokens[-1]}"' in single.proto.spec  # every token is on the enlarged map's axes
+    app.number_input(key=f"attention_length_left_{demo['addition']}").set_value(200).run()
+    assert any("more than a browser draws well" in info.value for info in app.info) and not charts(app)
+
+
 def test_attention_page_shows_ssm_maps_of_a_hybrid(demo):
     app = run_page("Attention", selected=[demo["hybrid"]])
     assert "mamba" in app.caption[0].value

@@ -16,6 +16,7 @@ from .store import list_runs, open_run
 TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "step", "loss",
                  "exact_match", "demo", "label"]
 SORTABLE = ["created", "run_id", "status", "task", "mixer", "pos", "loss", "exact_match", "step"]
+MAX_MAP_TOKENS = 256  # longer inputs make T x T maps (per head) too heavy for a browser page
 SELECTED_RUNS = "selected_runs"  # session-state key: the runs chosen on the Runs page, read by every page
 EMPTY_STORE = ("The run store is empty. Train a run on the **Train** page (or `workbench train "
                "task.name=addition model.pos=coupling` on the command line), or rebuild the demo runs "

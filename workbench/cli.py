@@ -73,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--layer", type=int, default=0)
     p.add_argument("--head", type=int, default=0)
     p.add_argument("--step", type=int, default=None)
+    p.add_argument("--length", type=int, default=None,
+                   help="attention figures: the final model on a fresh sample of this test length, not a snapshot")
+    p.add_argument("--example", type=int, default=0,
+                   help="attention figures: which probe example of the snapshot, or with --length which fresh sample")
 
     p = sub.add_parser("demo", help="the shipped demo runs")
     demo_sub = p.add_subparsers(dest="demo_command", required=True)
@@ -258,7 +262,8 @@ def cmd_export(args) -> int:
     from .figures.export import export_run_figure
 
     path = export_run_figure(args.run, args.figure, args.out, width=args.width, height=args.height,
-                             layer=args.layer, head=args.head, step=args.step)
+                             layer=args.layer, head=args.head, step=args.step, example=args.example,
+                             length=args.length)
     print(path)
     return 0
 

@@ -1,9 +1,12 @@
-"""Attention: a grid of maps (layer x head) at any snapshot step; one map enlarged with tokens on
-both axes; two runs side by side. SSM, linear-attention and RNN maps show the same way."""
+"""Attention: a grid of maps (layer x head) at any snapshot step, or of the final model on a fresh
+sample of any test length with its answer; one map enlarged with tokens on both axes; two runs side
+by side. SSM, linear-attention and RNN maps show the same way."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
+from workbench.figures.builders import attention_grid, attention_map
+from workbench.probes.sample_attention import MAX_SAMPLE_INDEX, run_sample_attention
 
 st.set_page_config(page_title="Attention · workbench", layout="wide")
 st.title("Attention")
@@ -11,13 +14,24 @@ table = support.runs_table()
 if support.store_is_empty(table):
     st.stop()
 
+SNAPSHOTS, FRESH = "training snapshots", "a fresh sample"
 
-def attention_panel(side: str, prefer: int) -> None:
-    run = support.pick_run(table, key=f"attention_run_{side}", prefer=prefer)
+
+def maps(patterns: dict, tokens: list[str], side: str, stem: str) -> None:
+    """The grid of every layer and head, then one map enlarged."""
+    support.figure_view(attention_grid(patterns, tokens), f"attention_grid_{side}", stem + "-grid")
+    layer_column, head_column = st.columns(2)
+    layer = layer_column.selectbox("enlarge layer", sorted(patterns), key=f"attention_layer_{side}")
+    head = head_column.selectbox("head", list(range(patterns[layer].shape[0])), key=f"attention_head_{side}")
+    support.figure_view(attention_map(patterns[layer][head], tokens), f"attention_map_{side}",
+                        stem + f"-L{layer}H{head}")
+
+
+def snapshot_maps(run, side: str) -> None:
     steps = run.snapshot_steps()
     if not steps:
         st.info(f"Run {run.run_id} stored no attention snapshots; train with `probes.snapshots=true` "
-                "and `probes.every` > 0.")
+                "and `probes.every` > 0, or look at a fresh sample.")
         return
     step = steps[0] if len(steps) == 1 else st.select_slider(
         "training step", steps, value=steps[-1], key=f"attention_step_{side}_{run.run_id}")
@@ -27,13 +41,39 @@ def attention_panel(side: str, prefer: int) -> None:
         return
     mixers = run.config().model.layer_mixers()
     st.caption(f"mixers: {', '.join(mixers)} · probe example at step {step}: {' '.join(tokens)}")
-    stem = support.download_name(run.run_id, "step", step)
-    support.figure_view(run_figures.run_attention_grid(run, step), f"attention_grid_{side}", stem + "-grid")
-    layer_column, head_column = st.columns(2)
-    layer = layer_column.selectbox("enlarge layer", sorted(patterns), key=f"attention_layer_{side}")
-    head = head_column.selectbox("head", list(range(patterns[layer].shape[0])), key=f"attention_head_{side}")
-    support.figure_view(run_figures.run_attention(run, layer, head, step), f"attention_map_{side}",
-                        stem + f"-L{layer}H{head}")
+    maps(patterns, tokens, side, support.download_name(run.run_id, "step", step))
+
+
+def fresh_sample_maps(run, side: str) -> None:
+    trained = run_figures.train_length(run.config())
+    left, right = st.columns(2)
+    length = left.number_input("test length", min_value=1, value=trained or 1, key=f"attention_length_{side}_{run.run_id}",
+                               help=f"in the task's own unit; the longest length in training was {trained}")
+    example = right.number_input("sample", min_value=0, max_value=MAX_SAMPLE_INDEX - 1, value=0,
+                                 key=f"attention_example_{side}_{run.run_id}",
+                                 help="which sample of the fixed evaluation stream at this length")
+    sample = run_sample_attention(run, int(length), int(example))
+    beyond = f", {int(length) / trained:.1f}x the longest trained" if trained and length > trained else ""
+    st.caption(f"final model · fresh sample {example} of length {length}{beyond}: {' '.join(sample.tokens)}")
+    verdict = ":green[right]" if sample.correct else ":red[wrong]"
+    st.markdown(f"answer `{sample.answer}` · target `{sample.target}` · {verdict}")
+    if len(sample.tokens) > support.MAX_MAP_TOKENS:
+        st.info(f"{len(sample.tokens)} tokens is more than a browser draws well as maps "
+                f"({support.MAX_MAP_TOKENS}); export them instead: `workbench export {run.run_id} "
+                f"--figure attention-grid --length {length} --example {example} --out maps.pdf`.")
+        return
+    maps(sample.patterns, sample.tokens, side, support.download_name(run.run_id, "length", length, "sample", example))
+
+
+def attention_panel(side: str, prefer: int) -> None:
+    run = support.pick_run(table, key=f"attention_run_{side}", prefer=prefer)
+    source = st.radio("maps from", [SNAPSHOTS, FRESH], horizontal=True, key=f"attention_source_{side}",
+                      help="snapshots: the fixed probe examples during training; a fresh sample: the final "
+                           "model on an unseen input of any length, with its answer")
+    if source == FRESH:
+        fresh_sample_maps(run, side)
+    else:
+        snapshot_maps(run, side)
 
 
 compare = st.toggle("two runs side by side", key="attention_compare",

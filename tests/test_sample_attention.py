@@ -1,0 +1,71 @@
+"""Maps of a finished model on a fresh sample of any test length, with its answer: from Python and
+through `workbench export --length` (the Attention page's test is in test_app_pages)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.cli import main
+from workbench.config import RunConfig
+from workbench.errors import ConfigError
+from workbench.figures.chromium import find_chromium
+from workbench.figures.runs import run_attention, run_attention_grid
+from workbench.probes.sample_attention import run_sample_attention
+from workbench.train import train
+
+TINY = ["task.name=copy", "task.max_length=6", "model.layers=attention,mamba", "model.pos=rope", "model.d_model=16",
+        "model.n_heads=2", "train.steps=10", "train.batch_size=16", "train.warmup=2", "train.eval_every=0",
+        "probes.every=5", "train.threads=1"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return train(RunConfig.load(None, TINY), progress=False, root=tmp_path_factory.mktemp("runs"))
+
+
+def test_a_fresh_sample_has_every_layers_maps_and_the_models_answer(run):
+    sample = run_sample_attention(run, length=12, index=2)
+    # copy: ^, 12 symbols, =, then the 12 copied symbols (the end token is only a target)
+    assert len(sample.tokens) == 1 + 12 + 1 + 12 and sample.tokens[0] == "^" and sample.tokens[13] == "="
+    assert sorted(sample.patterns) == [0, 1]  # the attention layer and the Mamba layer's implicit map
+    T = len(sample.tokens)
+    attention = sample.patterns[0]
+    assert attention.shape == (2, T, T)
+    assert np.allclose(attention.sum(-1), 1, atol=1e-5) and np.allclose(np.triu(attention, 1), 0)  # causal softmax
+    assert sample.patterns[1].shape[-2:] == (T, T)
+    assert len(sample.answer) == len(sample.target) == 13  # 12 symbols and the end
+    assert sample.target[:12] == "".join(sample.tokens[1:13])  # a copy of the input
+    assert sample.correct == (sample.answer == sample.target)
+
+
+def test_the_same_index_is_the_same_sample_and_the_default_length_is_the_longest_trained(run):
+    assert run_sample_attention(run, 9, 4).tokens == run_sample_attention(run, 9, 4).tokens
+    assert run_sample_attention(run, 9, 4).tokens != run_sample_attention(run, 9, 5).tokens
+    assert run_sample_attention(run).length == 6
+
+
+def test_figures_read_the_fresh_sample_and_refuse_a_step_with_it(run):
+    heads = sum(p.shape[0] for p in run_sample_attention(run, 8).patterns.values())
+    assert len(run_attention_grid(run, length=8).data) == heads  # one map per layer and head
+    single = run_attention(run, layer=0, head=1, length=8, example=1)
+    assert np.asarray(single.data[0].z).shape == (18, 18)
+    with pytest.raises(ConfigError, match="--step"):
+        run_attention(run, step=5, length=8)
+
+
+def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("WORKBENCH_DATA", str(run.path.parent))
+    monkeypatch.chdir(tmp_path)
+    for args, field in ((["--figure", "loss", "--length", "10"], "--length"),
+                        (["--figure", "attention", "--length", "0"], "--length"),
+                        (["--figure", "attention", "--length", "10", "--example", "-1"], "--example"),
+                        (["--figure", "attention", "--length", "10", "--step", "5"], "--step")):
+        assert main(["export", run.run_id, *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {field}: invalid value")
+    assert not (tmp_path / "exports").exists()
+    if find_chromium() is None:
+        pytest.skip("no system Chromium on PATH (test_export fails CI for that)")
+    assert main(["export", run.run_id, "--figure", "attention-grid", "--length", "10", "--example", "3",
+                 "--out", "fresh.svg"]) == 0
+    assert (tmp_path / "exports" / "fresh.svg").read_text().lstrip().startswith("<svg")

@@ -1,0 +1,55 @@
+"""Attention-like maps of a finished model on one fresh evaluation sample of any test length.
+
+Snapshots show the fixed probe examples at training steps; this shows the final model on a sample
+it never saw, at the training length or beyond it, beside its answer: where a length-generalization
+curve falls, these maps show what the heads read instead. The sample comes from the evaluation
+stream of that length (never a training sample), and the same index always gives the same sample.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..errors import check
+from ..evaluate import eval_generator
+
+MAX_SAMPLE_INDEX = 10_000  # the samples before the chosen one are drawn too; this keeps that cheap
+
+
+@dataclass
+class SampleAttention:
+    patterns: dict[int, np.ndarray]  # layer -> (heads, T, T), padding removed
+    tokens: list[str]  # the input tokens, one symbol each
+    length: int  # the task length of the sample (digits, items, ...)
+    answer: str  # the model's prediction at every answer position (teacher-forced argmax)
+    target: str  # the right answer
+    correct: bool  # exact match, as the length curve scores it
+
+
+@torch.no_grad()
+def sample_attention(model, task, length: int, index: int = 0, seed: int = 0) -> SampleAttention:
+    check(length >= 1, "--length", length, "expected a test length >= 1")
+    check(0 <= index < MAX_SAMPLE_INDEX, "--example", index, f"expected 0 to {MAX_SAMPLE_INDEX - 1}")
+    batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
+    model.eval()
+    logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
+                                         names=lambda name: name.endswith("mixer.hook_pattern"))
+    predictions = logits.argmax(-1)
+    keep = batch.tokens[0] != 0  # padding is id 0, on the right
+    size = int(keep.sum())
+    patterns = {int(name.split(".")[1]): value[0, :, :size, :size].float().numpy() for name, value in cache.items()}
+    mask = batch.loss_mask[0]
+    return SampleAttention(patterns=dict(sorted(patterns.items())),
+                           tokens=[task.vocab.symbols[int(t)] for t in batch.tokens[0][keep]], length=int(length),
+                           answer=task.decode(predictions[0][mask]), target=task.decode(batch.targets[0][mask]),
+                           correct=bool(task.score(predictions, batch)[0]))
+
+
+def run_sample_attention(run, length: int | None = None, index: int = 0) -> SampleAttention:
+    """A stored run's final model on the `index`-th fresh sample of `length` (default: the longest
+    length it trained on)."""
+    model, task = run.load_model()
+    length = task.train_lengths()[1] if length is None else length
+    return sample_attention(model, task, int(length), int(index), run.config().train.seed)
