@@ -111,3 +111,14 @@ def test_figure_one_line_per_layer_against_length_with_the_trained_length_marked
     (line,) = fig.layout.shapes
     (label,) = fig.layout.annotations
     assert line.x0 == 6 and label.text == "longest trained" and label.x == pytest.approx(np.log10(6))
+
+
+def test_a_diverged_run_has_no_weights_and_says_so_in_one_line(data_dir, capsys):
+    diverged = train(RunConfig.load(None, TINY + ["train.lr=1e6", "train.warmup=0", "train.grad_clip=0"]),
+                     progress=False)
+    assert diverged.status()["status"] == "diverged"
+    for command in (["eval-length", diverged.run_id, "--lengths", "3"],
+                    ["export", diverged.run_id, "--figure", "attention", "--length", "3"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "has no final weights to load (status 'diverged', diverged at step" in err[0]

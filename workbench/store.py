@@ -27,7 +27,8 @@ from .errors import ConfigError
 
 METRIC_COLUMNS = ["step", "probe", "layer", "head", "length", "value"]
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-FINISHED = ("completed", "diverged")
+COMPLETED = "completed"
+FINISHED = (COMPLETED, "diverged")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -130,10 +131,16 @@ class Run:
         from .models import build_model
         from .tasks import build_task
 
+        weights = self.path / checkpoint
+        if not weights.exists():  # a diverged run keeps no weights; a running or interrupted one has none yet
+            status = self.status()
+            raise ConfigError("run", self.run_id, f"has no final weights to load (status {status.get('status')!r}"
+                              + (f", diverged at step {status['diverged_step']}" if status.get("diverged_step") is not None
+                                 else "") + "); only a completed run can be evaluated")
         config = self.config()
         task = build_task(config.task.name, config.task.params)
         model = build_model(config.model, len(task.vocab))
-        state = load_file(str(self.path / checkpoint))
+        state = load_file(str(weights))
         model.load_state_dict({k[len("model."):] if k.startswith("model.") else k: v
                                for k, v in state.items() if not k.startswith(("optim.", "rng."))})
         return model.eval(), task

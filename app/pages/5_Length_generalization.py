@@ -6,7 +6,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
 from workbench.reports import evaluate_lengths
-from workbench.store import FINISHED
+from workbench.store import COMPLETED
 
 st.set_page_config(page_title="Length generalization · workbench", layout="wide")
 st.title("Length generalization")
@@ -61,10 +61,10 @@ def show_runs(with_curves) -> None:
 def evaluate_form(expanded: bool) -> str | None:
     """Evaluate one finished run at the lengths typed in; the results are stored with the run, whose
     id is returned (None when nothing was stored)."""
-    finished = table[table.status.isin(FINISHED)]
+    finished = table[table.status == COMPLETED]  # a diverged run keeps no weights to evaluate
     with st.expander("Evaluate a run at more test lengths", expanded=expanded):
         if finished.empty:
-            st.info("No finished run to evaluate yet.")
+            st.info("No completed run to evaluate yet.")
             return None
         run = support.pick_run(finished, key="length_eval_run")
         defaults = run.config().task.eval_lengths
