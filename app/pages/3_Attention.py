@@ -57,6 +57,9 @@ def fresh_sample_maps(run, side: str) -> None:
     st.caption(f"final model · fresh sample {example} of length {length}{beyond}: {' '.join(sample.tokens)}")
     verdict = ":green[right]" if sample.correct else ":red[wrong]"
     st.markdown(f"answer `{sample.answer}` · target `{sample.target}` · {verdict}")
+    if not sample.patterns:
+        st.info("This model has no attention-like maps to show.")
+        return
     if len(sample.tokens) > support.MAX_MAP_TOKENS:
         st.info(f"{len(sample.tokens)} tokens is more than a browser draws well as maps "
                 f"({support.MAX_MAP_TOKENS}); export them instead: `workbench export {run.run_id} "
