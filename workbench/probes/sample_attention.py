@@ -2,8 +2,8 @@
 
 Snapshots show the fixed probe examples at training steps; this shows the final model on a sample
 it never saw, at the training length or beyond it, beside its answer: where a length-generalization
-curve falls, these maps show what the heads read instead. The sample comes from the evaluation
-stream of that length (never a training sample), and the same index always gives the same sample.
+curve falls, these maps show what the heads read instead. The sample is drawn from the evaluation
+stream of that length, not the training one, and the same index always gives the same sample.
 """
 from __future__ import annotations
 
@@ -33,9 +33,13 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0) ->
     check(length >= 1, "--length", length, "expected a test length >= 1")
     check(0 <= index < MAX_SAMPLE_INDEX, "--example", index, f"expected 0 to {MAX_SAMPLE_INDEX - 1}")
     batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
+    was_training = model.training
     model.eval()
-    logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
-                                         names=lambda name: name.endswith("mixer.hook_pattern"))
+    try:
+        logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
+                                             names=lambda name: name.endswith("mixer.hook_pattern"))
+    finally:
+        model.train(was_training)
     predictions = logits.argmax(-1)
     keep = batch.tokens[0] != 0  # padding is id 0, on the right
     size = int(keep.sum())
