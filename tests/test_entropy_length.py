@@ -13,6 +13,7 @@ from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.evaluate import eval_generator, exact_match
+from workbench.figures.builders import FLAT_SHARE
 from workbench.figures.runs import has_entropy_by_length, run_entropy_by_length
 from workbench.probes import entropy_vs_length
 from workbench.reports import entropy_layer_means, evaluate_lengths
@@ -106,6 +107,10 @@ def test_figure_one_line_per_layer_against_length_with_the_trained_length_marked
         assert [trace.name for trace in fig.data] == ["layer 0", "layer 1"]
         assert all(list(trace.x) == LENGTHS for trace in fig.data)
         assert ("normalized" in fig.layout.yaxis.title.text) == normalized
+        if normalized:  # a share: on the whole 0-1 axis when it barely moves, as over training
+            values = [v for trace in fig.data for v in trace.y]
+            flat = max(values) - min(values) < FLAT_SHARE
+            assert (fig.layout.yaxis.range is not None) == flat
     # the task's longest training length (6) is marked; on the log x axis an annotation sits at log10(x)
     assert fig.layout.xaxis.type == "log"
     (line,) = fig.layout.shapes

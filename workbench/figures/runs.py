@@ -126,7 +126,8 @@ def run_entropy_by_length(run, normalized: bool = False):
                                              "`workbench eval-length RUN --lengths 5,10,20 --entropy`)")
     rows = [{"probe": probe, "layer": layer, "head": -1, "length": length, "value": value}
             for length, layers in table.items() for layer, value in layers.items()]
-    return entropy_by_length(rows, probe, train_length(run.config()))
+    fig = entropy_by_length(rows, probe, train_length(run.config()))
+    return share_axis(fig, [r["value"] for r in rows]) if normalized else fig  # normalized entropy is a share
 
 
 # --- probes over training -------------------------------------------------------------------------
