@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entropy", action="store_true",
                    help="also attention entropy per layer and head at each length (O(T) memory kernels)")
     p.add_argument("--entropy-n", type=int, default=8, help="samples per length for --entropy")
+    p.add_argument("--examples", type=int, default=0,
+                   help="also print the model's answer on this many fresh samples per length")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("task", help="inspect tasks")
@@ -178,20 +180,40 @@ def cmd_eval_length(args) -> int:
     from .reports import evaluate_lengths, json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
+    check(0 <= args.examples <= 100, "--examples", args.examples, "expected 0 to 100 examples per length")
     with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
         result = evaluate_lengths(args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0,
                                   progress=_advance(bar))
     curve, entropy = result["exact_match"], result.get("entropy", {})
+    examples = _answers(args.run, curve, args.examples) if args.examples else {}
     if args.json:
         summary = {"run_id": args.run, "exact_match": json_keys(curve)}
-        _print_json({**summary, "entropy": json_keys(entropy)} if args.entropy else summary)
-    else:
-        layer_names = sorted({layer for layers in entropy.values() for layer in layers})
-        print("length  exact_match" + "".join(f"  entropy_L{layer}" for layer in layer_names))
-        for length, value in curve.items():
-            layers = entropy.get(length, {})
-            print(f"{length:>6}  {value:.4f}     " + "".join(f"  {layers[layer]:>10.4f}" for layer in layer_names))
+        if args.entropy:
+            summary["entropy"] = json_keys(entropy)
+        if args.examples:
+            summary["examples"] = {str(length): [{"prompt": s.prompt, "answer": s.answer, "target": s.target,
+                                                  "correct": s.correct} for s in samples]
+                                   for length, samples in examples.items()}
+        _print_json(summary)
+        return 0
+    layer_names = sorted({layer for layers in entropy.values() for layer in layers})
+    print("length  exact_match" + "".join(f"  entropy_L{layer}" for layer in layer_names))
+    for length, value in curve.items():
+        layers = entropy.get(length, {})
+        print(f"{length:>6}  {value:.4f}     " + "".join(f"  {layers[layer]:>10.4f}" for layer in layer_names))
+    for length, samples in examples.items():
+        print(f"\nlength {length}: prompt -> the model's answer (target when wrong)")
+        for sample in samples:
+            print(f"  {sample.prompt} -> {sample.answer}" + ("" if sample.correct else f"   wrong, target {sample.target}"))
     return 0
+
+
+def _answers(run_id: str, lengths, count: int) -> dict:
+    from .probes.sample_attention import run_answers
+    from .store import open_run
+
+    run = open_run(run_id)
+    return {length: run_answers(run, length, count) for length in lengths}
 
 
 def cmd_task(args) -> int:

@@ -22,6 +22,7 @@ MAX_SAMPLE_INDEX = 10_000  # the samples before the chosen one are drawn too; th
 class SampleAttention:
     patterns: dict[int, np.ndarray]  # layer -> (heads, T, T), padding removed
     tokens: list[str]  # the input tokens, one symbol each
+    prompt: str  # the input up to where the answer starts
     length: int  # the task length of the sample (digits, items, ...)
     answer: str  # the model's prediction at every answer position (teacher-forced argmax)
     target: str  # the right answer
@@ -29,7 +30,8 @@ class SampleAttention:
 
 
 @torch.no_grad()
-def sample_attention(model, task, length: int, index: int = 0, seed: int = 0) -> SampleAttention:
+def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, maps: bool = True) -> SampleAttention:
+    """The model on the `index`-th evaluation sample of `length`; maps=False skips the T x T maps."""
     check(length >= 1, "--length", length, "expected a test length >= 1")
     check(0 <= index < MAX_SAMPLE_INDEX, "--example", index, f"expected 0 to {MAX_SAMPLE_INDEX - 1}")
     batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
@@ -37,7 +39,7 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0) ->
     model.eval()
     try:
         logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
-                                             names=lambda name: name.endswith("mixer.hook_pattern"))
+                                             names=lambda name: maps and name.endswith("mixer.hook_pattern"))
     finally:
         model.train(was_training)
     predictions = logits.argmax(-1)
@@ -45,8 +47,10 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0) ->
     size = int(keep.sum())
     patterns = {int(name.split(".")[1]): value[0, :, :size, :size].float().numpy() for name, value in cache.items()}
     mask = batch.loss_mask[0]
+    first_answer = int(mask.nonzero()[0])  # the position whose next token is the answer's first
     return SampleAttention(patterns=dict(sorted(patterns.items())),
-                           tokens=[task.vocab.symbols[int(t)] for t in batch.tokens[0][keep]], length=int(length),
+                           tokens=[task.vocab.symbols[int(t)] for t in batch.tokens[0][keep]],
+                           prompt=task.decode(batch.tokens[0][:first_answer + 1]), length=int(length),
                            answer=task.decode(predictions[0][mask]), target=task.decode(batch.targets[0][mask]),
                            correct=bool(task.score(predictions, batch)[0]))
 
@@ -57,3 +61,12 @@ def run_sample_attention(run, length: int | None = None, index: int = 0) -> Samp
     model, task = run.load_model()
     length = task.train_lengths()[1] if length is None else length
     return sample_attention(model, task, int(length), int(index), run.config().train.seed)
+
+
+def run_answers(run, length: int, count: int) -> list[SampleAttention]:
+    """The final model's answers on the first `count` fresh samples of `length` (no maps): what
+    `workbench eval-length --examples` prints."""
+    check(0 <= count <= 100, "--examples", count, "expected 0 to 100 examples per length")
+    model, task = run.load_model()
+    return [sample_attention(model, task, int(length), index, run.config().train.seed, maps=False)
+            for index in range(count)]
