@@ -12,7 +12,8 @@ from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.figures.chromium import find_chromium
 from workbench.figures.runs import run_attention, run_attention_grid
-from workbench.probes.sample_attention import run_answers, run_sample_attention
+from workbench.probes.sample_attention import run_sample_attention
+from workbench.reports import evaluate_lengths
 from workbench.train import train
 
 TINY = ["task.name=copy", "task.max_length=6", "model.layers=attention,mamba", "model.pos=rope", "model.d_model=16",
@@ -74,13 +75,13 @@ def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_p
 
 
 def test_answers_on_fresh_samples_from_python_and_eval_length(run, monkeypatch, capsys):
-    answers = run_answers(run, 7, 3)
+    monkeypatch.setenv("WORKBENCH_DATA", str(run.path.parent))
+    answers = evaluate_lengths(run.run_id, [7], n=4, examples=3)["examples"][7]
     assert [a.tokens for a in answers] == [run_sample_attention(run, 7, i).tokens for i in range(3)]
     for answer in answers:
         assert not answer.patterns  # no maps asked for
         assert answer.prompt == "^" + answer.target[:7] + "="  # copy: the prompt holds what is to be copied
         assert answer.correct == (answer.answer == answer.target)
-    monkeypatch.setenv("WORKBENCH_DATA", str(run.path.parent))
     assert main(["eval-length", run.run_id, "--lengths", "7,9", "--n", "4", "--examples", "2", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)["examples"]
     assert [e["prompt"] for e in printed["7"]] == [a.prompt for a in answers[:2]] and len(printed["9"]) == 2

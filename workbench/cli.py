@@ -180,12 +180,10 @@ def cmd_eval_length(args) -> int:
     from .reports import evaluate_lengths, json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
-    check(0 <= args.examples <= 100, "--examples", args.examples, "expected 0 to 100 examples per length")
     with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
         result = evaluate_lengths(args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0,
-                                  progress=_advance(bar))
-    curve, entropy = result["exact_match"], result.get("entropy", {})
-    examples = _answers(args.run, curve, args.examples) if args.examples else {}
+                                  progress=_advance(bar), examples=args.examples)
+    curve, entropy, examples = result["exact_match"], result.get("entropy", {}), result.get("examples", {})
     if args.json:
         summary = {"run_id": args.run, "exact_match": json_keys(curve)}
         if args.entropy:
@@ -206,14 +204,6 @@ def cmd_eval_length(args) -> int:
         for sample in samples:
             print(f"  {sample.prompt} -> {sample.answer}" + ("" if sample.correct else f"   wrong, target {sample.target}"))
     return 0
-
-
-def _answers(run_id: str, lengths, count: int) -> dict:
-    from .probes.sample_attention import run_answers
-    from .store import open_run
-
-    run = open_run(run_id)
-    return {length: run_answers(run, length, count) for length in lengths}
 
 
 def cmd_task(args) -> int:

@@ -144,34 +144,47 @@ def load_for_evaluation(run_id: str, lengths: list[int], n: int) -> FinishedRun:
     return FinishedRun(run, model, task, config, int(run.status().get("step", config.train.steps)))
 
 
+MAX_EXAMPLES = 100  # answers shown per length: a list to read, not an evaluation
+
+
 def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entropy_n: int = 0,
-                     progress: Callable[[int, int], None] | None = None) -> dict:
+                     progress: Callable[[int, int], None] | None = None, examples: int = 0) -> dict:
     """Exact match per test length for a finished run and, when entropy_n > 0, the mean attention
     entropy per layer at each length over entropy_n samples. Every row (per head too) is stored in
-    the run's metrics unless it is a demo. `lengths` may be the command line's text ("5,10,20");
-    `progress(done, total)` is called after each length.
+    the run's metrics unless it is a demo. With examples > 0, the model's answers on that many fresh
+    samples per length come back too (not stored). `lengths` may be the command line's text
+    ("5,10,20"); `progress(done, total)` is called after each length.
 
-    Returns {"exact_match": {length: rate}, "entropy": {length: {layer: nats}}} ("entropy" only when asked)."""
+    Returns {"exact_match": {length: rate}, "entropy": {length: {layer: nats}},
+    "examples": {length: [SampleAttention without maps]}} ("entropy" and "examples" only when asked)."""
     from .errors import check
     from .probes.entropy_length import entropy_vs_length
+    from .probes.sample_attention import sample_attention
     from .typed import _coerce
 
     lengths = _coerce(lengths, list[int], "--lengths")
     check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
     check(entropy_n >= 0, "--entropy-n", entropy_n, "expected 0 (no entropy) or more samples per length")
+    check(0 <= examples <= MAX_EXAMPLES, "--examples", examples, f"expected 0 to {MAX_EXAMPLES} examples per length")
     finished = load_for_evaluation(run_id, lengths, n)
-    seed, curve, entropy_rows = finished.config.train.seed, {}, []
+    model, task, step = finished.model, finished.task, finished.step
+    seed, curve, entropy_rows, answers = finished.config.train.seed, {}, [], {}
     for done, length in enumerate(lengths, start=1):
         # one length at a time, so progress can be shown; each length has its own evaluation stream
-        curve.update(length_curve(finished.model, finished.task, [length], n, seed))
+        curve.update(length_curve(model, task, [length], n, seed))
         if entropy_n:
-            entropy_rows += entropy_vs_length(finished.model, finished.task, [length], entropy_n, seed, finished.step)
+            entropy_rows += entropy_vs_length(model, task, [length], entropy_n, seed, step)
+        if examples:
+            answers[length] = [sample_attention(model, task, length, index, seed, maps=False)
+                               for index in range(examples)]
         if progress:
             progress(done, len(lengths))
-    finished.store(length_rows(curve, finished.step) + entropy_rows)
+    finished.store(length_rows(curve, step) + entropy_rows)
     result: dict = {"exact_match": curve}
     if entropy_n:
         result["entropy"] = entropy_layer_means(entropy_rows)
+    if examples:
+        result["examples"] = answers
     return result
 
 

@@ -62,11 +62,3 @@ def run_sample_attention(run, length: int | None = None, index: int = 0) -> Samp
     length = task.train_lengths()[1] if length is None else length
     return sample_attention(model, task, int(length), int(index), run.config().train.seed)
 
-
-def run_answers(run, length: int, count: int) -> list[SampleAttention]:
-    """The final model's answers on the first `count` fresh samples of `length` (no maps): what
-    `workbench eval-length --examples` prints."""
-    check(0 <= count <= 100, "--examples", count, "expected 0 to 100 examples per length")
-    model, task = run.load_model()
-    return [sample_attention(model, task, int(length), index, run.config().train.seed, maps=False)
-            for index in range(count)]
