@@ -10,7 +10,7 @@ import pandas as pd
 
 from .evaluate import length_curve, length_rows
 from .probes.sparsity import NEURON_ACTIVITY
-from .store import Run, open_run
+from .store import METRIC_COLUMNS, Run, open_run
 
 
 def final_values(metrics: pd.DataFrame) -> dict[str, float]:
@@ -191,7 +191,7 @@ def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entrop
 def entropy_layer_means(rows, probe: str = "entropy") -> dict[int, dict[int, float]]:
     """{length: {layer: value}} from entropy-by-length rows (the layer means, not the heads); where a
     length was evaluated more than once, the latest step counts."""
-    frame = pd.DataFrame(rows, columns=["step", "probe", "layer", "head", "length", "value"])
+    frame = pd.DataFrame(rows, columns=METRIC_COLUMNS)
     frame = frame[(frame.probe == probe) & (frame.length >= 1) & (frame.layer >= 0) & (frame["head"] == -1)]
     latest = frame.sort_values("step", kind="stable").groupby(["length", "layer"])["value"].last()
     table: dict[int, dict[int, float]] = {}

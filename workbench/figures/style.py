@@ -41,10 +41,14 @@ def paper_style(fig: go.Figure, width: str | int | None = None, height: int | No
 FEW_DECADES = 3  # up to this span: 1, 2 and 5 times each power of ten; beyond it, the powers alone
 
 
+def _positive(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return values[values > 0]
+
+
 def decades(values) -> float:
     """How many factors of 10 the positive values span (0 for fewer than two of them)."""
-    positive = np.asarray(values, dtype=float)
-    positive = positive[positive > 0]
+    positive = _positive(values)
     return float(np.log10(positive.max() / positive.min())) if len(positive) > 1 else 0.0
 
 
@@ -52,8 +56,7 @@ def log_axis(values) -> dict:
     """Axis settings for a log scale over these values: ticks written out in full ("~g"), at 1, 2 and 5
     times each power of ten over up to FEW_DECADES decades and at the powers of ten beyond. Where
     the values are too close for two such ticks, plotly places its own."""
-    positive = np.asarray(values, dtype=float)
-    positive = positive[positive > 0]
+    positive = _positive(values)
     low, high = positive.min(), positive.max()
     multiples = (1, 2, 5) if decades(positive) < FEW_DECADES else (1,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
