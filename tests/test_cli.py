@@ -71,3 +71,35 @@ def test_ctrl_c_leaves_a_run_that_resumes(data_dir):
     status = json.loads(status_files[0].read_text())
     assert status["status"] == "interrupted" and status["step"] > 0
     assert (status_files[0].parent / "checkpoint.safetensors").exists()
+
+
+def _subparsers(parser, path="workbench"):
+    """(command path, parser) for `parser` and every parser under it."""
+    import argparse
+
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _subparsers(sub, f"{path} {name}")
+    return found
+
+
+def test_every_command_and_option_explains_itself_in_help():
+    import argparse
+
+    from workbench.cli import _parser
+    from workbench.figures.export import FIGURES
+
+    parser = _parser()
+    silent = []
+    for path, sub in _subparsers(parser):
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                silent += [f"{path} {choice.dest}" for choice in action._choices_actions if not choice.help]
+            elif not action.help:
+                silent.append(f"{path} {action.dest}")
+    assert silent == []
+    export = dict(_subparsers(parser))["workbench export"]
+    export_help = next(a.help for a in export._actions if a.dest == "figure")
+    assert all(figure in export_help for figure in FIGURES)

@@ -9,7 +9,11 @@ import warnings
 from pathlib import Path
 
 from .errors import ConfigError
+from .figures.export import FIGURES
 from .typed import _coerce
+
+RUN_HELP = "a run id, or a unique prefix of one (`workbench runs` lists them)"
+JSON_HELP = "print JSON instead of text"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,14 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--label", default="", help="a free-text label stored with the run")
 
     p = sub.add_parser("runs", help="the run store as a table")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("show", help="one run: config, status, final metrics")
-    p.add_argument("run")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON, with every probe summary")
 
     p = sub.add_parser("eval-length", help="exact match per test length")
-    p.add_argument("run")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--lengths", required=True, help="comma-separated lengths, e.g. 5,10,20")
     p.add_argument("--n", type=int, default=512, help="samples per length")
     p.add_argument("--entropy", action="store_true",
@@ -39,42 +43,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entropy-n", type=int, default=8, help="samples per length for --entropy")
     p.add_argument("--examples", type=int, default=0,
                    help="also print the model's answer on this many fresh samples per length")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("task", help="inspect tasks")
     task_sub = p.add_subparsers(dest="task_command", required=True)
     s = task_sub.add_parser("show", help="decoded examples: tokens, targets, loss mask, position ids")
-    s.add_argument("name")
+    s.add_argument("name", help="a task name (`workbench task list`)")
     s.add_argument("params", nargs="*", help="task parameters key=value")
-    s.add_argument("--n", type=int, default=5)
+    s.add_argument("--n", type=int, default=5, help="how many examples (default 5)")
     s.add_argument("--length", type=int, default=None, help="a fixed test length")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--seed", type=int, default=0, help="the data seed (default 0)")
+    s.add_argument("--json", action="store_true", help=JSON_HELP)
     task_sub.add_parser("list", help="every task by name")
 
     p = sub.add_parser("experiment", help="named recipes and their results")
     exp_sub = p.add_subparsers(dest="experiment_command", required=True)
-    exp_sub.add_parser("list")
-    r = exp_sub.add_parser("run")
-    r.add_argument("name")
+    exp_sub.add_parser("list", help="every named experiment, with what it shows")
+    r = exp_sub.add_parser("run", help="train an experiment's runs (or read them from the store) and judge its claim")
+    r.add_argument("name", help="an experiment name (`workbench experiment list`)")
     r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
     r.add_argument("--workers", type=int, default=None,
                    help="runs trained side by side (default: WORKBENCH_WORKERS or the number of cores)")
     r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's")
     r.add_argument("--seeds", default=None, help="only these of the recipe's seeds, e.g. 0 or 0,1")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
     rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
-    rep.add_argument("--out", default="REPRODUCTIONS.md")
+    rep.add_argument("--out", default="REPRODUCTIONS.md", help="the Markdown file to write (default REPRODUCTIONS.md)")
 
     p = sub.add_parser("export", help="export a figure of a run to PDF, SVG or PNG")
-    p.add_argument("run")
-    p.add_argument("--figure", required=True)
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--figure", required=True, help="one of: " + ", ".join(FIGURES))
     p.add_argument("--out", default=None, help="FILE.pdf|svg|png (default: exports/<run>-<figure>.pdf)")
-    p.add_argument("--width", type=int, default=None)
-    p.add_argument("--height", type=int, default=None)
-    p.add_argument("--layer", type=int, default=0)
-    p.add_argument("--head", type=int, default=0)
-    p.add_argument("--step", type=int, default=None)
+    p.add_argument("--width", type=int, default=None, help="figure width in layout pixels (PNGs render at 2x)")
+    p.add_argument("--height", type=int, default=None, help="figure height in layout pixels")
+    p.add_argument("--layer", type=int, default=0, help="--figure attention: which layer (default 0)")
+    p.add_argument("--head", type=int, default=0, help="--figure attention: which head (default 0)")
+    p.add_argument("--step", type=int, default=None,
+                   help="attention figures: the snapshot at this training step (default: the last); "
+                        "neuron-activity: draw only this step (default: a few spread over training)")
     p.add_argument("--length", type=int, default=None,
                    help="attention figures: the final model on a fresh sample of this test length, not a snapshot")
     p.add_argument("--example", type=int, default=0,
@@ -85,8 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     demo_sub.add_parser("build", help="(re)make the demo runs in data/demo/")
 
     p = sub.add_parser("app", help="the dashboard")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)")
+    p.add_argument("--port", type=int, default=8501, help="default 8501")
     return parser
 
 
