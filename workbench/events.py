@@ -11,7 +11,7 @@ import pandas as pd
 
 from .reports import layer_mean
 
-COLLAPSE_FRACTION = 0.1  # as in experiments/inside.py; a test checks the two agree
+COLLAPSE_FRACTION = 0.1  # as in experiments/inside/entropy_collapse.py; a test checks the two agree
 
 
 def mean_entropy(metrics: pd.DataFrame) -> pd.Series:
@@ -21,7 +21,7 @@ def mean_entropy(metrics: pd.DataFrame) -> pd.Series:
 
 def collapse_step(metrics: pd.DataFrame, fraction: float = COLLAPSE_FRACTION) -> int | None:
     """The first step at which mean attention entropy < fraction x its first value (None: never)."""
-    from .experiments.inside import collapse_step as first_collapse  # late: experiments import figures
+    from .experiments.inside.entropy_collapse import collapse_step as first_collapse  # late: experiments import figures
 
     entropy = mean_entropy(metrics)
     if entropy.empty or entropy.iloc[0] <= 0:

@@ -1,170 +1,18 @@
-"""Experiments that look inside the model (RESEARCH.md, "Inside the model"): entropy collapse,
-lazy neurons, memorization capacity and activation outliers. Each has a fast mode (tiny budget, the
-same code path) for tests and notebooks.
+"""lazy-neurons (seeds 000 #9, 004 #95): the share of nonzero MLP activations falls during training,
+lower for wider MLPs, also with random labels.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
 import statistics
 
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from ..config import RunConfig
-from ..figures.style import color, paper_style
-from ..probes.memorization import memorization_capacity, table_bits, table_exact_match
-from ..reports import layer_mean, layer_rows
-from .base import Experiment, ExperimentResult, Variant, register_experiment
-
-COLLAPSE_FRACTION = 0.1  # collapse: mean entropy below this share of its value at step 0 (the issue's rule)
+from ...reports import layer_mean
+from ..base import Experiment, ExperimentResult, Variant, register_experiment
+from . import common
 
 
-def _config(overrides: list[str]) -> RunConfig:
-    return RunConfig.load(None, ["train.eval_every=0", "train.checkpoint_every=0", "probes.snapshots=false",
-                                 *overrides])
-
-
-def _per_layer(metrics: pd.DataFrame, probe: str) -> dict[int, pd.Series]:
-    """layer -> (step -> the probe's value in that layer)."""
-    return {int(layer): part.set_index("step")["value"].sort_index()
-            for layer, part in layer_rows(metrics, probe).groupby("layer")}
-
-
-def _steps(metrics: pd.DataFrame, probe: str) -> pd.Series:
-    rows = metrics[(metrics.probe == probe) & (metrics.layer == -1) & (metrics.length == -1)]
-    return rows.set_index("step")["value"].sort_index()
-
-
-def _series_rows(labels: dict, metric: str, series: pd.Series) -> list[dict]:
-    return [{**labels, "metric": metric, "step": int(s), "value": float(v)} for s, v in series.items()]
-
-
-def _natural(name: str) -> list:
-    """Sort key that reads the numbers in a name as numbers: "width 32" before "width 128"."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
-
-
-def _lines(result: ExperimentResult, metrics: list[tuple[str, str]], series_key, markers=None) -> go.Figure:
-    """One panel per (metric, axis title); one line per series; optional vertical markers per series."""
-    table = result.table
-    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.12)
-    names = sorted(table.apply(series_key, axis=1).unique(), key=_natural) if len(table) else []
-    for col, (metric, title) in enumerate(metrics, start=1):
-        rows = table[table.metric == metric]
-        for i, name in enumerate(names):
-            part = rows[rows.apply(series_key, axis=1) == name].sort_values("step")
-            fig.add_trace(go.Scatter(x=part.step, y=part.value, mode="lines", name=name, legendgroup=name,
-                                     showlegend=col == 1, line=dict(color=color(i))), row=1, col=col)
-            step = (markers or {}).get(name)
-            if step is not None:
-                fig.add_vline(x=step, line=dict(dash="dot", color=color(i), width=1.5), opacity=1, row=1, col=col)
-        fig.update_xaxes(title_text="step", row=1, col=col)
-        fig.update_yaxes(title_text=title, row=1, col=col)
-    return paper_style(fig, width="double", height=300)
-
-
-# --- entropy collapse (seed 002 #108) ---------------------------------------------------------------
-COLLAPSE_MODEL = ["task.name=markov_icl", "model.n_layers=2", "model.d_model=64", "model.n_heads=2",
-                  "train.lr=3e-2", "train.warmup=0", "train.batch_size=32", "train.threads=1",
-                  "probes.sparsity=false", "probes.extra=max_logit,spectral_norm"]
-
-
-def collapse_variants(fast: bool) -> list[Variant]:
-    steps, every, seeds = (24, 8, [0]) if fast else (300, 10, [0, 1])
-    out = []
-    for sigma in (False, True):
-        for seed in seeds:
-            config = _config([*COLLAPSE_MODEL, f"train.steps={steps}", f"probes.every={every}", f"train.seed={seed}",
-                              f"model.sigma_reparam={str(sigma).lower()}"])
-            out.append(Variant(config, {"model": "sigma_reparam" if sigma else "baseline", "seed": seed}))
-    return out
-
-
-def collapse_step(entropy: pd.Series, fraction: float = COLLAPSE_FRACTION) -> int | None:
-    """The first probe step where mean entropy is below `fraction` of its first value (None: never)."""
-    if entropy.empty:
-        return None
-    below = entropy[entropy < fraction * entropy.iloc[0]]
-    return int(below.index[0]) if len(below) else None
-
-
-def collapse_analyze(finished, fast):
-    rows, runs = [], []
-    for variant, run in finished:
-        metrics, status = run.metrics(), run.status()
-        entropy, loss = layer_mean(metrics, "entropy"), _steps(metrics, "loss")
-        labels = variant.labels
-        rows += _series_rows(labels, "entropy", entropy) + _series_rows(labels, "loss", loss)
-        rows += _series_rows(labels, "qk_spectral_norm", layer_mean(metrics, "qk_spectral_norm"))
-        tail = loss.dropna().iloc[-max(1, len(loss) // 10):]
-        runs.append({**labels, "collapse_step": collapse_step(entropy), "diverged": status.get("status") == "diverged",
-                     "first_entropy": float(entropy.iloc[0]) if len(entropy) else None,
-                     "min_entropy": float(entropy.min()) if len(entropy) else None,
-                     "final_loss": float(tail.mean()) if len(tail) else None})
-    baseline = [r for r in runs if r["model"] == "baseline"]
-    sigma = [r for r in runs if r["model"] == "sigma_reparam"]
-    broke = all(r["collapse_step"] is not None or r["diverged"] for r in baseline)
-    held = all(r["collapse_step"] is None and not r["diverged"] for r in sigma)
-    trains = _trains_better(baseline, sigma)
-    summary = {"runs": runs, "collapse_fraction": COLLAPSE_FRACTION, "baseline_collapsed": broke,
-               "sigma_reparam_kept_entropy": held, "sigma_reparam_trains_better": trains,
-               "target_met": bool(broke and held and trains),
-               "headline": _collapse_headline(baseline, sigma, broke, held, trains),
-               "verdict": "reproduced" if broke and held and trains else
-                          "not reproduced at this scale: " + ", ".join(
-                              k for k, ok in [("baseline did not collapse", broke), ("sigma_reparam collapsed", held),
-                                              ("sigma_reparam did not reach lower loss", trains)] if not ok)}
-    return pd.DataFrame(rows), summary
-
-
-def _trains_better(baseline, sigma) -> bool:
-    finals = [r["final_loss"] for r in baseline if not r["diverged"] and r["final_loss"] is not None]
-    ours = [r["final_loss"] for r in sigma if r["final_loss"] is not None]
-    if not ours:
-        return False
-    return not finals or max(ours) < min(finals)
-
-
-def _collapse_headline(baseline, sigma, broke, held, trains) -> str:
-    steps = ", ".join(str(r["collapse_step"]) for r in baseline)
-    return (f"high LR, no warmup: baseline entropy {'collapsed' if broke else 'did not collapse'} "
-            f"(< {COLLAPSE_FRACTION:.0%} of start; steps {steps}) on {len(baseline)} seed(s); sigma_reparam "
-            f"{'kept entropy up' if held else 'collapsed too'} and {'reached lower' if trains else 'did not reach lower'}"
-            " loss")
-
-
-def collapse_figure(result: ExperimentResult):
-    runs = result.summary.get("runs", [])
-    markers = {f"{r['model']} seed {r['seed']}": r["collapse_step"] for r in runs if r["collapse_step"] is not None}
-    return _lines(result, [("entropy", "mean attention entropy (nats)"), ("loss", "training loss"),
-                           ("qk_spectral_norm", "max ||W_Q^T W_K||_2")],
-                  lambda r: f"{r['model']} seed {r['seed']}", markers)
-
-
-register_experiment(Experiment(
-    name="entropy-collapse",
-    description="2-layer Transformers on in-context Markov chains at a high learning rate with no warmup, "
-                "with and without sigmaReparam; collapse is marked where mean entropy falls below 10% of its start.",
-    claim="Attention entropy collapse accompanies training instability; sigmaReparam prevents it",
-    source="seed 002 #108 (Zhai et al. 2023)",
-    paper_number="entropy lower bound falls exponentially with the spectral norm of the logits",
-    target="baseline collapses on 2 seeds, sigma_reparam does not and reaches lower loss",
-    variants=collapse_variants, analyze=collapse_analyze, figure=collapse_figure,
-    notes="""
-How fragile the collapse is at this scale. A speed-up that looked up the learned position table
-once and broadcast it over the batch (mathematically the same model; only the summation order of
-the table's gradient changes, by float rounding) changed the outcome of this recipe: seed 0 still
-collapsed (step 200) but seed 1 did not within the budget, where the per-row lookup collapses
-both seeds (steps 80 and 140). At high learning rate with no warmup, whether and when entropy
-collapses on a given seed is chaotic in the last bits of the arithmetic; the sigmaReparam side
-kept its entropy in both versions. We kept the per-row lookup, so the runs match the ones
-measured before; read "2 seeds collapse" as "collapse is typical", not as a per-seed guarantee.
-"""))
-
-
-# --- lazy neurons (seeds 000 #9, 004 #95) -----------------------------------------------------------
 LAZY_MODEL = ["task.name=addition", "task.max_digits=4", "model.n_layers=2", "model.d_model=32", "model.n_heads=2",
               "train.lr=3e-3", "train.warmup=20", "train.batch_size=64", "train.threads=1", "probes.entropy=false"]
 # The experiment initializes as the paper's T5 does (Mesh TensorFlow: MLP in N(0, 1/d_model), MLP out
@@ -183,7 +31,7 @@ def lazy_variants(fast: bool) -> list[Variant]:
     out = []
     for seed in seeds:
         for ratio, random in [(r, False) for r in ratios] + [(LAZY_RATIOS[1], True)]:
-            config = _config([*LAZY_EXPERIMENT, f"model.mlp_ratio={ratio}", f"task.random_labels={str(random).lower()}",
+            config = common.config([*LAZY_EXPERIMENT, f"model.mlp_ratio={ratio}", f"task.random_labels={str(random).lower()}",
                               f"train.steps={steps}", f"probes.every={every}", f"train.seed={seed}"])
             out.append(Variant(config, {"mlp_width": int(32 * ratio), "labels": "random" if random else "true",
                                         "seed": seed}))
@@ -223,10 +71,10 @@ def lazy_analyze(finished, fast):
     for variant, run in finished:
         metrics = run.metrics()
         density = layer_mean(metrics, "mlp_nonzero_fraction")
-        rows += _series_rows(variant.labels, "mlp_nonzero_fraction", density)
-        layers = _per_layer(metrics, "mlp_nonzero_fraction")
+        rows += common.series_rows(variant.labels, "mlp_nonzero_fraction", density)
+        layers = common.per_layer(metrics, "mlp_nonzero_fraction")
         for layer, series in layers.items():
-            rows += _series_rows(variant.labels, _layer_metric(layer), series)
+            rows += common.series_rows(variant.labels, _layer_metric(layer), series)
         runs.append({**variant.labels, "first": float(density.iloc[0]), "last": float(density.iloc[-1]),
                      "first_per_layer": {str(layer): float(s.iloc[0]) for layer, s in layers.items()},
                      "last_per_layer": {str(layer): float(s.iloc[-1]) for layer, s in layers.items()}})
@@ -280,7 +128,7 @@ def lazy_figure(result: ExperimentResult):
                     if metric.startswith(LAYER_DENSITY))
     panels = [("mlp_nonzero_fraction", "mean over layers (seed median)")]
     panels += [(_layer_metric(layer), f"layer {layer}") for layer in layers]
-    fig = _lines(dataclasses.replace(result, table=table), panels,
+    fig = common.lines(dataclasses.replace(result, table=table), panels,
                  lambda r: f"width {r['mlp_width']}" + (" random labels" if r["labels"] == "random" else ""))
     # one y scale for all panels, so the layers compare at a glance; each panel's name goes above it
     fig.update_yaxes(matches="y", title_text=None)
@@ -431,120 +279,3 @@ GPT-2's 0.02 is meant for d ~ 768; at d_model 32 it starts the MLP's input weigh
 than fan-in, a different regime from the paper's models, and there the width order did not appear
 beyond the seed-to-seed spread (about 0.05).
 """))
-
-
-# --- memorization capacity (seeds 004 #147, #48) ----------------------------------------------------
-CAPACITY_SHAPES = [(32, 1), (32, 4), (64, 4)]  # (d_model, heads)
-CAPACITY_TABLES = [64, 256, 1024]
-
-
-def capacity_variants(fast: bool) -> list[Variant]:
-    shapes, tables, steps = (CAPACITY_SHAPES[:1], [16, 64], 30) if fast else (CAPACITY_SHAPES, CAPACITY_TABLES, 1500)
-    out = []
-    for d_model, heads in shapes:
-        for size in tables:
-            config = _config(["task.name=memorize", f"task.table_size={size}", "task.key_length=3", "task.n_keys=16",
-                              "model.n_layers=1", f"model.d_model={d_model}", f"model.n_heads={heads}",
-                              "train.lr=3e-3", "train.warmup=50", "train.batch_size=128", "train.threads=1",
-                              "train.weight_decay=0", f"train.steps={steps}", "probes.every=0"])
-            out.append(Variant(config, {"d_model": d_model, "heads": heads, "table_size": size}))
-    return out
-
-
-def capacity_analyze(finished, fast):
-    rows = []
-    for variant, run in finished:
-        model, task = run.load_model()
-        rows.append({**variant.labels, "accuracy": table_exact_match(model, task), "bits": table_bits(task.params),
-                     "n_parameters": sum(p.numel() for p in model.parameters())})
-    table = pd.DataFrame(rows)
-    shapes = []
-    for (d_model, heads), part in table.groupby(["d_model", "heads"]):
-        capacity = memorization_capacity(part.to_dict("records"))
-        shapes.append({"d_model": int(d_model), "heads": int(heads), "n_parameters": int(part.n_parameters.iloc[0]),
-                       **capacity})
-    shapes.sort(key=lambda s: s["n_parameters"])
-    sizes = [s["largest_perfect_table"] for s in shapes]
-    # "Grows" needs a real increase somewhere; equal capacities (e.g. all at the largest table
-    # tried) say nothing about growth.
-    grows = all(a <= b for a, b in zip(sizes, sizes[1:])) and sizes[-1] > sizes[0]
-    ceiling = max(table.table_size)
-    verdict = ("capacity grows with parameters" if grows else
-               f"not shown: every shape memorized the largest table tried ({ceiling} rows); the grid needs larger tables"
-               if all(size == ceiling for size in sizes) else "capacity does not grow with parameters here")
-    headline = "; ".join(f"d={s['d_model']} h={s['heads']} ({s['n_parameters']} params): largest perfect table "
-                         f"{s['largest_perfect_table']}, {s['bits_per_parameter']:.3f} bits/param" for s in shapes)
-    summary = {"shapes": shapes, "capacity_grows_with_parameters": grows, "headline": headline,
-               "verdict": verdict}
-    return table, summary
-
-
-def capacity_figure(result: ExperimentResult):
-    fig = go.Figure()
-    for i, ((d_model, heads), part) in enumerate(result.table.groupby(["d_model", "heads"])):
-        part = part.sort_values("table_size")
-        fig.add_trace(go.Scatter(x=part.table_size, y=part.accuracy, mode="lines+markers", line=dict(color=color(i)),
-                                 name=f"d={d_model}, heads={heads} ({int(part.n_parameters.iloc[0])} params)"))
-    fig.update_xaxes(title="table size (rows)", type="log", tickvals=sorted(result.table.table_size.unique()),
-                     tickformat="~g")  # the sizes tried, not plotly's bare minor digits
-    fig.update_yaxes(title="share of the table recalled exactly", range=[0, 1.05])
-    return paper_style(fig, width="single", height=300)
-
-
-register_experiment(Experiment(
-    name="memorization-capacity",
-    description="1-layer Transformers memorizing random key->value tables of growing size, for 3 shapes.",
-    claim="H heads with Theta(H d^2) parameters memorize Omega(H n) examples",
-    source="seeds 004 #147, #48", paper_number="Omega(H n) examples",
-    target="largest perfectly memorized table vs parameters and heads; bits per parameter",
-    variants=capacity_variants, analyze=capacity_analyze, figure=capacity_figure))
-
-
-# --- outliers (seed 004 #198) -----------------------------------------------------------------------
-OUTLIER_MODEL = ["task.name=copy", "task.max_length=12", "model.n_layers=2", "model.d_model=64", "model.n_heads=4",
-                 "train.lr=3e-3", "train.warmup=50", "train.batch_size=64", "train.threads=1",
-                 "probes.sparsity=false", "probes.extra=outliers"]
-OUTLIER_OPTIONS = {"vanilla": [], "clipped_softmax": ["model.softmax=clipped"],
-                   "gated_attention": ["model.gated_attention=true"]}
-
-
-def outlier_variants(fast: bool) -> list[Variant]:
-    steps, every = (16, 8) if fast else (800, 100)
-    return [Variant(_config([*OUTLIER_MODEL, *options, f"train.steps={steps}", f"probes.every={every}"]),
-                    {"attention": name}) for name, options in OUTLIER_OPTIONS.items()]
-
-
-def outlier_analyze(finished, fast):
-    rows, final = [], {}
-    for variant, run in finished:
-        metrics = run.metrics()
-        name = variant.labels["attention"]
-        for probe in ("max_abs_activation", "kurtosis", "noop_head_fraction", "attention_delimiters"):
-            series = layer_mean(metrics, probe)
-            rows += _series_rows(variant.labels, probe, series)
-            final.setdefault(name, {})[probe] = float(series.iloc[-1]) if len(series) else None
-        final[name]["exact_match"] = float(_steps(metrics, "exact_match").iloc[-1])
-    vanilla = final.get("vanilla", {})
-    lower = {name: (values["kurtosis"] < vanilla["kurtosis"] and values["max_abs_activation"] < vanilla["max_abs_activation"])
-             for name, values in final.items() if name != "vanilla" and vanilla}
-    verdict = ("both fixes lower kurtosis and max |activation|" if lower and all(lower.values()) else
-               "not every fix lowers outliers at this scale: " + ", ".join(f"{k}: {'lower' if v else 'not lower'}"
-                                                                            for k, v in lower.items()))
-    headline = "; ".join(f"{name}: kurtosis {v['kurtosis']:.1f}, max|x| {v['max_abs_activation']:.1f}"
-                         for name, v in final.items())
-    return pd.DataFrame(rows), {"final": final, "lower_than_vanilla": lower, "verdict": verdict, "headline": headline}
-
-
-def outlier_figure(result: ExperimentResult):
-    return _lines(result, [("max_abs_activation", "max |activation|"), ("kurtosis", "kurtosis"),
-                           ("attention_delimiters", "attention on delimiters")], lambda r: r["attention"])
-
-
-register_experiment(Experiment(
-    name="outliers",
-    description="Residual-stream outliers (max |activation|, kurtosis) and attention parked on delimiters, for "
-                "vanilla softmax, clipped softmax and gated attention.",
-    claim="No-op heads park attention on delimiters and cause activation outliers; clipped softmax and gated "
-          "attention remove them", source="seed 004 #198 (Bondarenko et al. 2023)", paper_number="qualitative",
-    target="max |activation| and kurtosis per layer for the three attention variants",
-    variants=outlier_variants, analyze=outlier_analyze, figure=outlier_figure))
