@@ -11,7 +11,8 @@ import pytest
 from workbench.cli import main
 from workbench.evaluate import eval_generator, token_accuracy
 from workbench.experiments import EXPERIMENTS, get_experiment, run_experiment
-from workbench.experiments.mixers import MQAR_EVAL_SAMPLES, TARGET_WIDTH, steps_to_reach
+from workbench.experiments.mixers.common import steps_to_reach
+from workbench.experiments.mixers.mqar_vs_width import MQAR_EVAL_SAMPLES, TARGET_WIDTH
 from workbench.models import MIXERS
 from workbench.store import Run, data_root
 from workbench.train import train

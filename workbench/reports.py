@@ -13,12 +13,23 @@ from .probes.sparsity import NEURON_ACTIVITY
 from .store import METRIC_COLUMNS, Run, open_run
 
 
+def _model_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The model-level rows: layer, head and length not set."""
+    return metrics[(metrics.layer == -1) & (metrics["head"] == -1) & (metrics.length == -1)]
+
+
 def final_values(metrics: pd.DataFrame) -> dict[str, float]:
     """The last value of every model-level metric (layer, head and length not set)."""
-    scalar = metrics[(metrics.layer == -1) & (metrics["head"] == -1) & (metrics.length == -1)]
+    scalar = _model_rows(metrics)
     if scalar.empty:
         return {}
     return {k: float(v) for k, v in scalar.sort_values("step").groupby("probe")["value"].last().items()}
+
+
+def model_series(metrics: pd.DataFrame, probe: str) -> pd.Series:
+    """step -> a model-level metric (loss, exact match, ...) as it was recorded over training."""
+    rows = _model_rows(metrics)
+    return rows[rows.probe == probe].set_index("step")["value"].sort_index()
 
 
 def layer_rows(metrics: pd.DataFrame, probe: str | None = None) -> pd.DataFrame:

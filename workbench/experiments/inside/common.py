@@ -26,11 +26,6 @@ def per_layer(metrics: pd.DataFrame, probe: str) -> dict[int, pd.Series]:
             for layer, part in layer_rows(metrics, probe).groupby("layer")}
 
 
-def steps(metrics: pd.DataFrame, probe: str) -> pd.Series:
-    rows = metrics[(metrics.probe == probe) & (metrics.layer == -1) & (metrics.length == -1)]
-    return rows.set_index("step")["value"].sort_index()
-
-
 def series_rows(labels: dict, metric: str, series: pd.Series) -> list[dict]:
     return [{**labels, "metric": metric, "step": int(s), "value": float(v)} for s, v in series.items()]
 

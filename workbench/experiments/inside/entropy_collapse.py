@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...reports import layer_mean
+from ...reports import layer_mean, model_series
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from . import common
 
@@ -40,7 +40,7 @@ def collapse_analyze(finished, fast):
     rows, runs = [], []
     for variant, run in finished:
         metrics, status = run.metrics(), run.status()
-        entropy, loss = layer_mean(metrics, "entropy"), common.steps(metrics, "loss")
+        entropy, loss = layer_mean(metrics, "entropy"), model_series(metrics, "loss")
         labels = variant.labels
         rows += common.series_rows(labels, "entropy", entropy) + common.series_rows(labels, "loss", loss)
         rows += common.series_rows(labels, "qk_spectral_norm", layer_mean(metrics, "qk_spectral_norm"))

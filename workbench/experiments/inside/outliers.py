@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...reports import layer_mean
+from ...reports import layer_mean, model_series
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from . import common
 
@@ -32,7 +32,7 @@ def outlier_analyze(finished, fast):
             series = layer_mean(metrics, probe)
             rows += common.series_rows(variant.labels, probe, series)
             final.setdefault(name, {})[probe] = float(series.iloc[-1]) if len(series) else None
-        final[name]["exact_match"] = float(common.steps(metrics, "exact_match").iloc[-1])
+        final[name]["exact_match"] = float(model_series(metrics, "exact_match").iloc[-1])
     vanilla = final.get("vanilla", {})
     lower = {name: (values["kurtosis"] < vanilla["kurtosis"] and values["max_abs_activation"] < vanilla["max_abs_activation"])
              for name, values in final.items() if name != "vanilla" and vanilla}

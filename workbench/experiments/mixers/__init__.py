@@ -1,0 +1,16 @@
+"""Where Transformers beat state-space and recurrent models, and why (seeds 000 #2, 002 #2, #100,
+004 #68, #73): the sequence-mixer experiments.
+
+- `mimetic-recall`: Mamba with the reference vs the mimetic initialization on copy and associative
+  recall; accuracy vs step and the implicit attention maps at init and after training.
+- `mqar-vs-width`: MQAR per-query accuracy vs width and number of key-value pairs for attention,
+  Mamba, Based linear attention and H3 (Zoology), beside each model's recurrent state size.
+- `copy-vs-length`: copy accuracy vs string length, Transformer vs Mamba at a fixed state size.
+
+One module each. Every recipe has a fast mode (a tiny budget, the same code path) for tests and
+notebooks. Importing registers them, in this order.
+"""
+# in the order `workbench experiment list` and REPRODUCTIONS.md show them
+from . import mimetic_recall  # noqa: F401  (registration)
+from . import mqar_vs_width  # noqa: F401
+from . import copy_vs_length  # noqa: F401
