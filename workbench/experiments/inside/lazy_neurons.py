@@ -66,18 +66,36 @@ def _layers_not_falling(runs: list[dict]) -> list[str]:
             for r in runs for layer, first in r["first_per_layer"].items() if r["last_per_layer"][layer] >= first]
 
 
+def _read_run(labels: dict, run) -> tuple[list[dict], dict]:
+    """A run's density series as table rows (mean over layers, then each layer), and its first and last
+    density, overall and per layer."""
+    metrics = run.metrics()
+    density = layer_mean(metrics, "mlp_nonzero_fraction")
+    rows = common.series_rows(labels, "mlp_nonzero_fraction", density)
+    layers = common.per_layer(metrics, "mlp_nonzero_fraction")
+    for layer, series in layers.items():
+        rows += common.series_rows(labels, _layer_metric(layer), series)
+    record = {**labels, "first": float(density.iloc[0]), "last": float(density.iloc[-1]),
+              "first_per_layer": {str(layer): float(s.iloc[0]) for layer, s in layers.items()},
+              "last_per_layer": {str(layer): float(s.iloc[-1]) for layer, s in layers.items()}}
+    return rows, record
+
+
+def _verdict(flat: list[dict], wider_sparser: bool) -> str:
+    if not flat and wider_sparser:
+        return "reproduced"
+    failures = [("density did not fall in every run ("
+                 + "; ".join(f"{_run_name(r)}: {r['first']:.3f} -> {r['last']:.3f}" for r in flat) + ")", not flat),
+                ("density is not lower for every wider MLP", wider_sparser)]
+    return "not reproduced at this scale: " + ", ".join(text for text, ok in failures if not ok)
+
+
 def lazy_analyze(finished, fast):
     rows, runs = [], []
     for variant, run in finished:
-        metrics = run.metrics()
-        density = layer_mean(metrics, "mlp_nonzero_fraction")
-        rows += common.series_rows(variant.labels, "mlp_nonzero_fraction", density)
-        layers = common.per_layer(metrics, "mlp_nonzero_fraction")
-        for layer, series in layers.items():
-            rows += common.series_rows(variant.labels, _layer_metric(layer), series)
-        runs.append({**variant.labels, "first": float(density.iloc[0]), "last": float(density.iloc[-1]),
-                     "first_per_layer": {str(layer): float(s.iloc[0]) for layer, s in layers.items()},
-                     "last_per_layer": {str(layer): float(s.iloc[-1]) for layer, s in layers.items()}})
+        run_rows, record = _read_run(variant.labels, run)
+        rows += run_rows
+        runs.append(record)
     seeds = sorted({r["seed"] for r in runs})
     true_labels = sorted((r for r in runs if r["labels"] == "true"), key=lambda r: r["mlp_width"])
     widths = sorted({r["mlp_width"] for r in true_labels})
@@ -87,7 +105,6 @@ def lazy_analyze(finished, fast):
 
     first, last = per_width("first"), per_width("last")
     flat = [r for r in runs if r["last"] >= r["first"]]
-    falls = not flat
     # judged on the median over seeds; each seed's own order is counted beside it
     wider_sparser = _strictly_falling([statistics.median(last[w]) for w in widths])
     ordered_seeds = [seed for seed in seeds if _strictly_falling([r["last"] for r in true_labels if r["seed"] == seed])]
@@ -99,16 +116,9 @@ def lazy_analyze(finished, fast):
     # own fall is reported beside it, since the paper claims sparsity "at layers of all depth levels".
     not_falling = _layers_not_falling(runs)
     layer_count = sum(len(r["first_per_layer"]) for r in runs)
-    summary = {"runs": runs, "density_falls": falls, "wider_is_sparser": wider_sparser,
-               "layers_not_falling": not_falling,
-               "seeds": seeds, "seeds_in_width_order": ordered_seeds,
-               "target_met": bool(falls and wider_sparser),
-               "verdict": "reproduced" if falls and wider_sparser else
-                          "not reproduced at this scale: " + ", ".join(
-                              k for k, ok in [("density did not fall in every run (" + "; ".join(
-                                                  f"{_run_name(r)}: {r['first']:.3f} -> {r['last']:.3f}"
-                                                  for r in flat) + ")", falls),
-                                              ("density is not lower for every wider MLP", wider_sparser)] if not ok),
+    summary = {"runs": runs, "density_falls": not flat, "wider_is_sparser": wider_sparser,
+               "layers_not_falling": not_falling, "seeds": seeds, "seeds_in_width_order": ordered_seeds,
+               "target_met": bool(not flat and wider_sparser), "verdict": _verdict(flat, wider_sparser),
                "headline": f"MLP density (nonzero fraction; median of {len(seeds)} seed(s), range) {densities}"
                            + random_text + f"; each width sparser than the last on {len(ordered_seeds)} of "
                            f"{len(seeds)} seed(s); per layer, density fell in {layer_count - len(not_falling)} of "
