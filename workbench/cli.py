@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entropy-n", type=int, default=8, help="samples per length for --entropy")
     p.add_argument("--examples", type=int, default=0,
                    help="also print the model's answer on this many fresh samples per length")
+    p.add_argument("--offsets", default=None,
+                   help="instead: exact match at each of these starts of the coupled position ids, e.g. 1,2,10 "
+                        "(coupled-id tasks; shows which ids the model learned; not stored)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("task", help="inspect tasks")
@@ -187,6 +190,8 @@ def cmd_eval_length(args) -> int:
     from .reports import evaluate_lengths, json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
+    if args.offsets is not None:
+        return _eval_offsets(args)
     with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
         result = evaluate_lengths(args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0,
                                   progress=_advance(bar), examples=args.examples)
@@ -210,6 +215,28 @@ def cmd_eval_length(args) -> int:
         print(f"\nlength {length}: prompt -> the model's answer (target when wrong)")
         for sample in samples:
             print(f"  {sample.prompt} -> {sample.answer}" + ("" if sample.correct else f"   wrong, target {sample.target}"))
+    return 0
+
+
+def _eval_offsets(args) -> int:
+    from tqdm.auto import tqdm
+
+    from .errors import check
+    from .probes.id_offset import evaluate_offsets
+    from .reports import json_keys
+
+    check(not (args.entropy or args.examples), "--offsets", args.offsets,
+          "an offset sweep is its own evaluation; leave out --entropy and --examples")
+    with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
+        curves = evaluate_offsets(args.run, args.lengths, args.offsets, args.n, progress=_advance(bar))
+    if args.json:
+        _print_json({"run_id": args.run, "exact_match_by_offset": json_keys(curves)})
+        return 0
+    offsets = list(next(iter(curves.values())))
+    print("exact match by the first id of each sample's coupled position ids")
+    print("length" + "".join(f"  offset {offset:<4}" for offset in offsets))
+    for length, curve in curves.items():
+        print(f"{length:>6}" + "".join(f"  {curve[offset]:>11.4f}" for offset in offsets))
     return 0
 
 

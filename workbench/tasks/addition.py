@@ -77,6 +77,10 @@ class Addition(Task):
     uses_position_ids = True
     id_schemes = ID_SCHEMES
 
+    @property
+    def coupled_first(self) -> int:
+        return 0 if self.params.ids == "abacus" else 1
+
     def validate(self) -> None:
         p = self.params
         check(p.ids in ID_SCHEMES, "task.ids", p.ids, "choose one of: " + ", ".join(ID_SCHEMES))
@@ -106,7 +110,7 @@ class Addition(Task):
         else:
             len_a = len_b = torch.full((n,), length)
         width = torch.maximum(len_a, len_b)
-        abacus_offset = 0
+        abacus_offset = self.id_offset or 0
         if self.params.ids == "abacus" and train:  # one offset per batch, as McLeish et al. draw it
             high = max(0, self.params.max_position - (int(width.max()) + 1))
             abacus_offset = int(torch.randint(0, high + 1, (1,), generator=generator))
@@ -127,7 +131,8 @@ class Addition(Task):
                 raw[operand, rows, :w] = torch.randint(0, 10, (index.shape[0], w), generator=generator)
                 leading[operand, rows] = torch.randint(1, 10, (index.shape[0],), generator=generator)
             if self.params.ids != "abacus":
-                start[rows] = random_start(index.shape[0], w + 1, self.params.max_position, generator, train)
+                start[rows] = random_start(index.shape[0], w + 1, self.params.max_position, generator, train,
+                                           offset=self.id_offset)
             filled += index.shape[0]
         a = place_leading_digit(raw[0], len_a, leading[0])
         b = place_leading_digit(raw[1], len_b, leading[1])

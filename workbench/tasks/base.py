@@ -65,6 +65,10 @@ class Task:
     description: ClassVar[str] = ""
     length_name: ClassVar[str] = "length"  # what "length" means for this task, e.g. digits per operand
     uses_position_ids: ClassVar[bool] = False  # True when the task defines structured position ids
+    # Coupled-id tasks: the smallest start of their ids. Training draws each sample's start from
+    # here up; evaluation starts every sample here, unless `at_offset` asked for another start.
+    coupled_first: ClassVar[int | None] = None
+    id_offset: int | None = None
 
     def __init__(self, params=None):
         self.params = params if params is not None else self.Params()
@@ -105,6 +109,22 @@ class Task:
         if length is not None:
             check(int(length) >= 1, f"{self.name}.{self.length_name}", length, "expected a length >= 1")
         return self._sample(n, generator, None if length is None else int(length), train)
+
+    def at_offset(self, offset: int, field: str = "offset") -> "Task":
+        """This task with evaluation samples whose coupled ids start at `offset` instead of at
+        `coupled_first`: the same data otherwise, so exact match by offset shows which ids a model
+        learned (training draws the start at random, so the smallest ids are the rarest)."""
+        import copy
+
+        from ..errors import ConfigError, check
+
+        if self.coupled_first is None:
+            raise ConfigError(field, offset, f"task {self.name} has no coupled position ids")
+        check(isinstance(offset, int) and offset >= self.coupled_first, field, offset,
+              f"expected an integer >= {self.coupled_first}, the smallest start of {self.name}'s ids")
+        shifted = copy.copy(self)
+        shifted.id_offset = offset
+        return shifted
 
     def decode(self, tokens) -> str:
         return self.vocab.decode(tokens)

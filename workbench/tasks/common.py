@@ -32,12 +32,13 @@ def draw_lengths(n: int, low: int, high: int, generator: torch.Generator, length
 
 
 def random_start(m: int, span: int, max_position: int, generator: torch.Generator, train: bool,
-                 first: int = 1) -> Tensor:
+                 first: int = 1, offset: int | None = None) -> Tensor:
     """(m, 1) start offsets for coupled ids covering `span` ids above the start: uniform over
     first..max_position - span in training, so every id up to max_position is trained (a longer
-    span than max_position allows falls back to `first`); `first` in evaluation."""
+    span than max_position allows falls back to `first`); in evaluation `first`, as the papers'
+    code does, or `offset` when one is asked for (`Task.at_offset`)."""
     if not train:
-        return torch.full((m, 1), first)
+        return torch.full((m, 1), first if offset is None else offset)
     high = max(first, max_position - span)
     return torch.randint(first, high + 1, (m, 1), generator=generator)
 

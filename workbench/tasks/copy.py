@@ -30,6 +30,7 @@ class Copy(Task):
     description = "repeat a random string after '='"
     length_name = "string length"
     uses_position_ids = True
+    coupled_first = 0
 
     def validate(self) -> None:
         p = self.params
@@ -64,7 +65,8 @@ class Copy(Task):
         column = lambda s: torch.full((m, 1), self.vocab[s])  # noqa: E731
         prompt = torch.cat([column(BOS), symbols, column("=")], 1)
         answer = torch.cat([symbols, column(EOS)], 1)
-        start = random_start(m, L + 1, self.params.max_position, generator, train, first=0)
+        start = random_start(m, L + 1, self.params.max_position, generator, train, first=self.coupled_first,
+                             offset=self.id_offset)
         index = start + torch.arange(1, L + 1).expand(m, L)
         zeros = torch.zeros(m, 1, dtype=torch.long)
         prompt_pos = torch.cat([zeros, index, start], 1)

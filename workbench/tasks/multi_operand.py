@@ -64,6 +64,7 @@ class MultiOperandAddition(Task):
     description = "sum of several operands with a running-sum scratchpad and two-level coupled ids"
     length_name = "digits per operand"
     uses_position_ids = True
+    coupled_first = 1
 
     def validate(self) -> None:
         p = self.params
@@ -116,7 +117,7 @@ class MultiOperandAddition(Task):
         operands = torch.stack([random_operands(n, lengths[:, i], generator) for i in range(k)], 1)
         sums = running_sums(operands, W)
         zero = v["0"]
-        start = random_start(m, W, self.params.max_position, generator, train)
+        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
         level0 = random_start(m, k, self.params.max_level, generator, train, first=0)
         level = (level0 + torch.arange(1, k + 1)) * LEVEL_STRIDE  # (m, k)
 

@@ -76,6 +76,7 @@ class Multiplication(Task):
     description = "a x b with a partial-product scratchpad, coupled ids and optional priming"
     length_name = "digits of a"
     uses_position_ids = True
+    coupled_first = 1
 
     def __init__(self, params=None):
         super().__init__(params)
@@ -144,7 +145,7 @@ class Multiplication(Task):
         b = random_operands(M, torch.full((m,), M), generator)
         sums = partial_sums(a, b)
         zero = v["0"]
-        start = random_start(m, W, self.params.max_position, generator, train)
+        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
         zeros = torch.zeros(m, 1, dtype=torch.long)
         b_pos = start + torch.arange(M, 0, -1) + LEVEL_STRIDE * torch.arange(M, 0, -1)
         prompt = torch.cat([column(m, v[BOS]), a.flip(1) + zero, column(m, v["*"]), b.flip(1) + zero,

@@ -58,6 +58,7 @@ class Reverse(StringTask):
     Params = ReverseParams
     description = "write a random string backwards after '='"
     uses_position_ids = True
+    coupled_first = 0
 
     def validate(self) -> None:
         super().validate()
@@ -75,7 +76,8 @@ class Reverse(StringTask):
         symbols = self.random_string(m, L, generator)
         prompt = torch.cat([column(m, self.vocab[BOS]), symbols, column(m, self.vocab["="])], 1)
         answer = torch.cat([symbols.flip(1), column(m, self.vocab[EOS])], 1)
-        start = random_start(m, L + 1, self.params.max_position, generator, train, first=0)
+        start = random_start(m, L + 1, self.params.max_position, generator, train, first=self.coupled_first,
+                             offset=self.id_offset)
         index = start + torch.arange(1, L + 1)
         zeros = torch.zeros(m, 1, dtype=torch.long)
         prompt_pos = torch.cat([zeros, index, start + L + 1], 1)

@@ -1,0 +1,83 @@
+"""Exact match by where a sample's coupled position ids start: which ids did the model learn?
+
+Coupled-id tasks (addition, copy, reverse, multi-operand addition, multiplication) draw each training
+sample's first id at random, so that every id up to task.max_position is trained, and evaluate with
+the ids starting at the smallest start, as the papers' code does. The smallest ids are then the
+rarest in training: at the smallest start the operator tokens carry an id no digit ever carries. A
+model that learned its ids as a table can fail there alone. Evaluating the same samples at other
+starts separates that from a failure to add (or copy) at all. Nothing here is stored: it is a
+question asked of a finished run, not a metric of its training.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..errors import ConfigError, check
+from ..evaluate import eval_generator, exact_match
+
+MAX_OFFSETS = 64  # one evaluation pass each: a sweep to read, not a grid search
+
+
+def offset_curve(model, task, length: int, offsets: list[int], n: int, seed: int) -> dict[int, float]:
+    """{offset: exact match} at one test length; every offset sees the same samples (the length's own
+    evaluation stream), only their ids are shifted."""
+    return {offset: exact_match(model, task.at_offset(offset), n, eval_generator(seed, length), length=length)[0]
+            for offset in offsets}
+
+
+def coupled_tasks() -> list[str]:
+    from ..tasks import TASKS
+
+    return [name for name in TASKS.names() if TASKS.get(name).coupled_first is not None]
+
+
+def reads_task_ids(config) -> bool:
+    """Whether the model's positional encoding reads the task's ids (coupling, coupling_relative, abacus)."""
+    from ..models.positions import POSITIONS
+
+    return bool(POSITIONS.get(config.model.pos).uses_task_ids)
+
+
+def default_offset(config) -> int | None:
+    """Where evaluation starts the coupled ids of this config's task (None: the task has none)."""
+    from ..tasks import build_task
+
+    return build_task(config.task.name, config.task.params).coupled_first
+
+
+def sweepable(config) -> bool:
+    """Whether an offset sweep means something for a run of this config: its task has coupled ids and
+    its model reads them."""
+    return default_offset(config) is not None and reads_task_ids(config)
+
+
+def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] | str, n: int = 512,
+                     progress: Callable[[int, int], None] | None = None) -> dict[int, dict[int, float]]:
+    """{length: {offset: exact match}} for a finished run. `lengths` and `offsets` may be the command
+    line's text ("5,10"); `progress(done, total)` is called after each length."""
+    from ..reports import load_for_evaluation
+    from ..typed import _coerce
+
+    lengths = _coerce(lengths, list[int], "--lengths")
+    offsets = _coerce(offsets, list[int], "--offsets")
+    check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
+    check(bool(offsets), "--offsets", "", "expected one or more id offsets, e.g. 1,2,10")
+    check(len(offsets) <= MAX_OFFSETS, "--offsets", len(offsets), f"expected at most {MAX_OFFSETS} offsets")
+    finished = load_for_evaluation(run_id, lengths, n)
+    task, config = finished.task, finished.config
+    if task.coupled_first is None:
+        raise ConfigError("--offsets", ",".join(map(str, offsets)),
+                          f"task {task.name} has no coupled position ids; tasks that have: "
+                          + ", ".join(coupled_tasks()))
+    if not reads_task_ids(config):
+        raise ConfigError("--offsets", ",".join(map(str, offsets)),
+                          f"model.pos={config.model.pos} does not read the task's position ids, so an offset "
+                          "changes nothing; the encodings that do: coupling, coupling_relative, abacus")
+    for offset in offsets:
+        task.at_offset(offset, "--offsets")  # every offset checked before the first evaluation
+    curves = {}
+    for done, length in enumerate(lengths, start=1):
+        curves[length] = offset_curve(finished.model, task, length, offsets, n, config.train.seed)
+        if progress:
+            progress(done, len(lengths))
+    return curves
