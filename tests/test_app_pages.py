@@ -248,6 +248,27 @@ def test_length_page_without_any_curve_evaluates_the_first_one(empty):
     assert len(charts(app)) == 2  # exact match and entropy against length
 
 
+def test_length_page_reads_a_coupled_run_at_other_id_offsets(demo):
+    from workbench.store import open_run
+
+    before = len(open_run(demo["addition"]).metrics())
+    app = run_page("Length_generalization", selected=[demo["addition"]])
+    options = app.selectbox(key="length_offset_run").options
+    assert len(options) == 1 and options[0].startswith(demo["addition"])  # the rope hybrid reads no coupled ids
+    app.text_input(key="length_offset_lengths").input("2,3")
+    app.text_input(key="length_offset_offsets").input("1,4")
+    app.number_input(key="length_offset_n").set_value(8)
+    next(button for button in app.button if button.label == "Evaluate by offset").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    result = next(frame.value for frame in app.dataframe if "offset 1" in frame.value.columns)
+    assert list(result.columns) == ["length", "offset 1", "offset 4"] and list(result.length) == [2, 3]
+    assert any("evaluation default" in chart.proto.spec for chart in charts(app))
+    assert len(open_run(demo["addition"]).metrics()) == before  # a question asked of the run, not stored
+    app.text_input(key="length_offset_offsets").input("0,4")
+    next(button for button in app.button if button.label == "Evaluate by offset").click().run()
+    assert any("--offsets: invalid value 0" in w.value for w in app.warning)
+
+
 def save_fake_lengthgen_result(demo) -> None:
     """A cached experiment result made from the tiny runs (the page only reads it)."""
     from workbench.experiments import ExperimentResult

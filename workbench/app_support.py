@@ -84,6 +84,12 @@ def length_result_table(result: dict) -> pd.DataFrame:
                          for length, value in result["exact_match"].items()])
 
 
+def offset_result_table(curves: dict[int, dict[int, float]]) -> pd.DataFrame:
+    """probes.id_offset.evaluate_offsets's result as a table: one row per length, a column per offset."""
+    return pd.DataFrame([{"length": length, **{f"offset {offset}": value for offset, value in curve.items()}}
+                         for length, curve in curves.items()])
+
+
 def download_name(*parts) -> str:
     """A file stem from run ids and view names: letters, digits, '-', '_' only."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(str(p) for p in parts if p != "")).strip("-") or "figure"

@@ -1,10 +1,13 @@
 """Length generalization: exact match vs test length for several runs (seeds as bands) or a whole
-experiment, with the longest training length marked; attention entropy vs test length; and a form
-that evaluates a finished run at new lengths (what `workbench eval-length` does)."""
+experiment, with the longest training length marked; attention entropy vs test length; a form
+that evaluates a finished run at new lengths (what `workbench eval-length` does); and, for coupled
+position ids, exact match by where the ids start (`workbench eval-length --offsets`)."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
+from workbench.figures.builders import offset_curves
+from workbench.probes.id_offset import default_offset, evaluate_offsets, sweepable
 from workbench.reports import evaluate_lengths
 from workbench.store import COMPLETED
 
@@ -96,6 +99,45 @@ def evaluate_form(expanded: bool) -> str | None:
         return run.run_id
 
 
+def offsets_form() -> None:
+    """Evaluate one finished coupled-id run with its ids starting at several offsets (not stored)."""
+    finished = table[table.status == COMPLETED]
+    coupled = finished[[sweepable(support.open_run(r).config()) for r in finished.run_id]]
+    with st.expander("Exact match by where the coupled position ids start"):
+        st.caption("Training starts each sample's coupled ids at a random offset, so that every id is trained; "
+                   "evaluation starts them at the smallest one, as the papers' code does, where the operators "
+                   "carry an id no digit ever does. A run that fails only there learned its ids as a table, "
+                   "not the task. The same samples are read at every offset; nothing is stored.")
+        if coupled.empty:
+            st.info("No completed run reads coupled position ids (model.pos=coupling, coupling_relative or "
+                    "abacus on addition, copy, reverse, multi-operand addition or multiplication).")
+            return
+        run = support.pick_run(coupled, key="length_offset_run")
+        with st.form("length_offset_form"):
+            left, middle, right = st.columns(3)
+            lengths = left.text_input("test lengths (--lengths)", value=",".join(map(str, run.config().task.eval_lengths))
+                                      or "5,10,20", key="length_offset_lengths")
+            offsets = middle.text_input("first ids (--offsets)", value="1,2,3,10,20", key="length_offset_offsets",
+                                        help="comma-separated; the smallest allowed is the task's own start (1, or 0 "
+                                             "for copy and reverse)")
+            n = right.number_input("samples (--n)", min_value=1, value=256, step=64, key="length_offset_n")
+            if not st.form_submit_button("Evaluate by offset"):
+                return
+        bar = st.progress(0.0, text="evaluating")
+        try:
+            curves = evaluate_offsets(run.run_id, lengths, offsets, int(n),
+                                      progress=lambda done, total: bar.progress(done / total,
+                                                                               text=f"{done} of {total} lengths"))
+        except Exception as error:  # noqa: BLE001
+            bar.empty()
+            support.show_error(error)
+            return
+        bar.empty()
+        st.dataframe(support.offset_result_table(curves), hide_index=True, key="length_offset_result")
+        fig = offset_curves(curves, default_offset(run.config()))
+        support.figure_view(fig, "length_offset_curve", support.download_name("offsets", run.run_id))
+
+
 source = st.radio("show", ["runs", "an experiment"], horizontal=True, key="length_source")
 if source == "runs":
     has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
@@ -104,6 +146,7 @@ if source == "runs":
         has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
         support.add_to_choice("length_runs", table[table.run_id == evaluated])
     show_runs(table[has_curve])
+    offsets_form()
 else:
     if not results:
         st.info("No experiment has a cached result yet. Run one on the **Experiments** page or with "

@@ -78,17 +78,34 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
 
 
 def mark_train_length(fig: go.Figure, train_length: int | None) -> go.Figure:
-    """A dashed line at the longest length seen in training, named above the plot (inside it, the
-    name sat on the curves, which often run along the axis's top or bottom). Call after paper_style,
-    which sets the margins, and after the x axis's type is set."""
-    if train_length:
-        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1)  # explicit: the template zeroes shape lines
+    """A dashed line at the longest length seen in training, named above the plot."""
+    return mark_x(fig, train_length or None, "longest trained")
+
+
+def mark_x(fig: go.Figure, x: float | None, text: str) -> go.Figure:
+    """A dashed line at x, named above the plot (inside it, the name sat on the curves, which often run
+    along the axis's top or bottom). Call after paper_style, which sets the margins, and after the x
+    axis's type is set."""
+    if x is not None:
+        fig.add_vline(x=x, line=dict(dash="dash", color="grey", width=1.5), opacity=1)  # explicit: the template zeroes shape lines
         # an annotation on a log axis is placed by the log10 of its value (a shape by the value itself)
-        x = np.log10(train_length) if fig.layout.xaxis.type == "log" else train_length
-        fig.add_annotation(x=x, xref="x", y=1, yref="paper", yanchor="bottom", showarrow=False,
-                           text="longest trained", font=dict(size=9, color="grey"))
+        fig.add_annotation(x=np.log10(x) if fig.layout.xaxis.type == "log" else x, xref="x", y=1, yref="paper",
+                           yanchor="bottom", showarrow=False, text=text, font=dict(size=9, color="grey"))
         fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 24)))
     return fig
+
+
+def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | None = None,
+                  title: str | None = None) -> go.Figure:
+    """Exact match against the first id of coupled position ids, one line per test length, with the
+    evaluation's default start marked. `curves` is probes.id_offset.evaluate_offsets's {length: {offset: rate}}."""
+    frame = pd.DataFrame([{"label": f"length {length}", "length": offset, "value": value}
+                          for length, curve in curves.items() for offset, value in curve.items()])
+    fig = length_curve(frame, title=title)
+    for trace in fig.data:
+        trace.hovertemplate = trace.hovertemplate and trace.hovertemplate.replace("length %{x}", "offset %{x}")
+    fig.update_xaxes(title="first coupled position id (offset)")
+    return mark_x(fig, default_offset, "evaluation default")
 
 
 def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", train_length: int | None = None,
