@@ -36,6 +36,27 @@ overflow digit and EOS, which need the model to see that a digit is absent and a
 to break. Seed variance is large (the recipe's two seeds gave 68% and 15% at 20 digits in an earlier
 run).
 
+Which ids a run learned, measured later with `workbench eval-length RUN --offsets 1,2,3,10,20`
+(the same test samples, 256 per length, with the coupled ids starting elsewhere; evaluation starts
+them at 1, as the paper's code does). The recipe's two `coupling` runs fail in two different ways:
+
+| run | start | 5 | 10 | 12 | 15 | 20 | 30 |
+|---|---|---|---|---|---|---|---|
+| seed 0 (the shipped demo) | 1 | 7% | 11% | 12% | 0% | 0% | 0% |
+| seed 0 | 2 / 10 / 20 | 100% | 100% | 45% / 100% / 83% | 3% / 21% / 71% | 3% / 2% / 0% | 0% |
+| seed 1 | 1 | 100% | 100% | 100% | 100% | 57% | 0% |
+| seed 1 | 2 / 10 / 20 | 100% | 100% | 100% / 76% / 4% | 100% / 0% / 0% | 41% / 0% / 0% | 0% |
+| `coupling_relative`, seed 0 | 1 to 20 | 100% | 100% | 100% | 100% | 100% | 100% |
+
+Seed 0 never learned id 1. At start 1 the `+` and `=` carry it, and no digit ever does; only the ~2%
+of training samples that start at 1 carry it at all. At 5 digits only its first answer digit, the
+one written from `=`, is wrong. Its 11% at 10 digits in the sweep measures that one id, not whether
+it adds. Seed 1 adds at every start and, beyond the training length, holds up best at the lowest
+starts. So the sweep's median for `coupling` averages a table that missed one id with one that
+reaches 1.5x. The first-digit errors in the pilot table above may be the same effect; those runs
+were not kept, so that is not measured. `coupling_relative` reads only id differences and scores
+the same at every start.
+
 The same ids read as relative positions: a per-head bias on the signed id difference (key - query),
 learned for differences -4..4; each row says what farther differences get:
 
