@@ -1,5 +1,4 @@
 """Length-generalization experiments run end to end in fast mode: cached runs, table, figure, report."""
-import pytest
 
 from workbench.cli import main
 from workbench.experiments import EXPERIMENTS, load_result, run_experiment, write_report

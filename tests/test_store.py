@@ -1,6 +1,5 @@
 """The run store: atomic, defensive, and closed to path tricks."""
 import json
-import warnings
 
 import pandas as pd
 import pytest

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterable
 
-import torch
 from torch import Tensor, nn
 
 Listener = Callable[[Tensor, "HookPoint"], Tensor | None]

@@ -104,7 +104,6 @@ class Mamba(Mixer):
     # --- the block ----------------------------------------------------------------------------
     def ssm_inputs(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         """u, delta (B, d_inner, T); A (d_inner, d_state); B, C (B, d_state, T); z (B, T, d_inner)."""
-        T = x.shape[1]
         stream, z = self.in_proj(x).chunk(2, dim=-1)
         u = F.silu(causal_conv(stream.transpose(1, 2), self.conv1d))
         dt, B, C = self.x_proj(u.transpose(1, 2)).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
