@@ -103,15 +103,14 @@ def offsets_form() -> None:
     """Evaluate one finished coupled-id run with its ids starting at several offsets (not stored)."""
     finished = table[table.status == COMPLETED]
     coupled = finished[[sweepable(support.open_run(r).config()) for r in finished.run_id]]
+    if coupled.empty:  # the sweep only means something for models that read coupled ids
+        return
+    st.subheader("Coupled position ids: which ones did a run learn?")
     with st.expander("Exact match by where the coupled position ids start"):
         st.caption("Training starts each sample's coupled ids at a random offset, so that every id is trained; "
                    "evaluation starts them at the smallest one, as the papers' code does, where the operators "
                    "carry an id no digit ever does. A run that fails only there learned its ids as a table, "
                    "not the task. The same samples are read at every offset; nothing is stored.")
-        if coupled.empty:
-            st.info("No completed run reads coupled position ids (model.pos=coupling, coupling_relative or "
-                    "abacus on addition, copy, reverse, multi-operand addition or multiplication).")
-            return
         run = support.pick_run(coupled, key="length_offset_run")
         with st.form("length_offset_form"):
             left, middle, right = st.columns(3)
