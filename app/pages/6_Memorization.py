@@ -16,8 +16,8 @@ if not support.store_is_empty(table):
     run = support.pick_run(table, key="memorization_run")
     if not run_figures.has_memorization(run):
         st.info(f"Run {run.run_id} recorded no train-vs-fresh accuracy (the `memorization` "
-                "probe). Train the `memorize` task with `probes.extra=memorization`. "
-                "Its exact match over training is shown instead.")
+                "probe). Train any task with `probes.extra=memorization` (with `task.random_labels=true` "
+                "there is nothing to learn but the training set). Its exact match over training is shown instead.")
     try:
         support.figure_view(run_figures.run_memorization(run), "memorization_curve",
                             support.download_name(run.run_id, "memorization"))
