@@ -126,6 +126,24 @@ def test_attention_page_reads_a_fresh_sample_beyond_the_training_length(demo):
     assert any("more than a browser draws well" in info.value for info in app.info) and not charts(app)
 
 
+def test_attention_page_moves_a_coupled_samples_ids(demo):
+    app = run_page("Attention", selected=[demo["addition"]])
+    app.radio(key="attention_source_left").set_value("a fresh sample").run()
+    offset = app.number_input(key=f"attention_offset_left_{demo['addition']}")
+    assert offset.value == 1  # addition's evaluation starts its coupled ids at 1
+    tokens, ids = app.caption[0].value.split(": ", 1)[1], app.caption[1].value.split(": ", 1)[1].split()
+    offset.set_value(9).run()
+    assert not app.exception and app.caption[0].value.split(": ", 1)[1] == tokens  # the same sample
+    moved = app.caption[1].value.split(": ", 1)[1].split()
+    assert [int(b) - int(a) for a, b in zip(ids, moved) if a != "0"] == [8] * sum(a != "0" for a in ids)
+
+
+def test_attention_page_has_no_offset_for_a_model_that_ignores_the_ids(demo):
+    app = run_page("Attention", selected=[demo["hybrid"]])  # rope on copy: the task's ids are not read
+    app.radio(key="attention_source_left").set_value("a fresh sample").run()
+    assert not app.exception and not [n for n in app.number_input if "offset" in n.key]
+
+
 def test_attention_page_shows_ssm_maps_of_a_hybrid(demo):
     app = run_page("Attention", selected=[demo["hybrid"]])
     assert "mamba" in app.caption[0].value

@@ -62,7 +62,10 @@ def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_p
     for args, field in ((["--figure", "loss", "--length", "10"], "--length"),
                         (["--figure", "attention", "--length", "0"], "--length"),
                         (["--figure", "attention", "--length", "10", "--example", "-1"], "--example"),
-                        (["--figure", "attention", "--length", "10", "--step", "5"], "--step")):
+                        (["--figure", "attention", "--length", "10", "--step", "5"], "--step"),
+                        (["--figure", "loss", "--offset", "2"], "--offset"),
+                        (["--figure", "attention", "--offset", "2"], "--offset"),  # no fresh sample to move
+                        (["--figure", "attention", "--length", "4", "--offset", "2"], "--offset")):  # rope ignores ids
         assert main(["export", run.run_id, *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {field}: invalid value")
@@ -92,3 +95,39 @@ def test_answers_on_fresh_samples_from_python_and_eval_length(run, monkeypatch, 
     assert main(["eval-length", run.run_id, "--lengths", "7", "--examples", "101"]) == 2
     assert capsys.readouterr().err.startswith("error: --examples: invalid value 101")
     assert len(run.metrics()) == before  # refused before anything was evaluated or stored
+
+
+COUPLED = ["task.name=addition", "task.max_digits=3", "model.pos=coupling", "model.n_layers=1", "model.d_model=16",
+           "model.n_heads=2", "train.steps=10", "train.batch_size=16", "train.warmup=2", "train.eval_every=0",
+           "probes.every=0", "train.threads=1"]
+
+
+def test_an_offset_reads_the_same_sample_with_its_coupled_ids_moved(run, tmp_path):
+    coupled = train(RunConfig.load(None, COUPLED), progress=False, root=tmp_path)
+    default, moved = run_sample_attention(coupled, 3, 2), run_sample_attention(coupled, 3, 2, offset=6)
+    assert moved.tokens == default.tokens and moved.target == default.target
+    assert [b - a for a, b in zip(default.ids, moved.ids) if a] == [5] * sum(1 for a in default.ids if a)
+    assert min(i for i in default.ids if i) == 1  # evaluation starts addition's coupled ids at 1
+    assert not np.allclose(moved.patterns[0], default.patterns[0])  # the coupled table reads the ids
+    with pytest.raises(ConfigError, match="--offset: invalid value 0; expected an integer >= 1"):
+        run_sample_attention(coupled, 3, 0, offset=0)
+    with pytest.raises(ConfigError, match="model.pos=rope does not read the task's position ids"):
+        run_sample_attention(run, 3, 0, offset=2)
+    with pytest.raises(ConfigError, match="--offset: invalid value 2; moves the ids of a fresh sample"):
+        run_attention_grid(coupled, offset=2)
+
+
+def test_top_keys_are_the_heaviest_keys_a_query_can_see(run):
+    from workbench.probes.sample_attention import top_keys
+
+    sample = run_sample_attention(run, 6, 1)
+    query = sample.tokens.index("=")
+    keys = top_keys(sample, query, layer=0, k=3)
+    assert sorted(keys) == list(range(sample.patterns[0].shape[0]))
+    for head, pairs in keys.items():
+        weights = [w for _, w in pairs]
+        positions = [int(name.rsplit("@", 1)[1]) for name, _ in pairs]
+        assert weights == sorted(weights, reverse=True) and all(p <= query for p in positions)
+        assert weights[0] == pytest.approx(float(sample.patterns[0][head, query].max()), abs=1e-3)
+    with pytest.raises(ConfigError, match="query: invalid value"):
+        top_keys(sample, len(sample.tokens))

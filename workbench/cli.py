@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="attention figures: the final model on a fresh sample of this test length, not a snapshot")
     p.add_argument("--example", type=int, default=0,
                    help="attention figures: which probe example of the snapshot, or with --length which fresh sample")
+    p.add_argument("--offset", type=int, default=None,
+                   help="attention figures with --length: start the sample's coupled position ids here "
+                        "(coupled-id tasks; the evaluation's own start by default)")
 
     p = sub.add_parser("demo", help="the shipped demo runs")
     demo_sub = p.add_subparsers(dest="demo_command", required=True)
@@ -309,7 +312,7 @@ def cmd_export(args) -> int:
 
     path = export_run_figure(args.run, args.figure, args.out, width=args.width, height=args.height,
                              layer=args.layer, head=args.head, step=args.step, example=args.example,
-                             length=args.length)
+                             length=args.length, offset=args.offset)
     print(path)
     return 0
 

@@ -6,6 +6,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import attention_grid, attention_map
+from workbench.probes.id_offset import default_offset, sweepable
 from workbench.probes.sample_attention import MAX_SAMPLE_INDEX, run_sample_attention
 
 st.set_page_config(page_title="Attention · workbench", layout="wide")
@@ -45,16 +46,28 @@ def snapshot_maps(run, side: str) -> None:
 
 
 def fresh_sample_maps(run, side: str) -> None:
-    trained = run_figures.train_length(run.config())
-    left, right = st.columns(2)
-    length = left.number_input("test length", min_value=1, value=trained or 1, key=f"attention_length_{side}_{run.run_id}",
-                               help=f"in the task's own unit; the longest length in training was {trained}")
-    example = right.number_input("sample", min_value=0, max_value=MAX_SAMPLE_INDEX - 1, value=0,
-                                 key=f"attention_example_{side}_{run.run_id}",
-                                 help="which sample of the fixed evaluation stream at this length")
-    sample = run_sample_attention(run, int(length), int(example))
+    config = run.config()
+    trained = run_figures.train_length(config)
+    coupled = sweepable(config)
+    columns = st.columns(3 if coupled else 2)
+    length = columns[0].number_input("test length", min_value=1, value=trained or 1,
+                                     key=f"attention_length_{side}_{run.run_id}",
+                                     help=f"in the task's own unit; the longest length in training was {trained}")
+    example = columns[1].number_input("sample", min_value=0, max_value=MAX_SAMPLE_INDEX - 1, value=0,
+                                      key=f"attention_example_{side}_{run.run_id}",
+                                      help="which sample of the fixed evaluation stream at this length")
+    offset = None
+    if coupled:  # the same sample with its coupled ids starting elsewhere (`eval-length --offsets`)
+        first = default_offset(config)
+        offset = int(columns[2].number_input("first coupled id", min_value=first, value=first,
+                                             key=f"attention_offset_{side}_{run.run_id}",
+                                             help=f"evaluation starts the ids at {first}; training starts each "
+                                                  "sample at a random id"))
+    sample = run_sample_attention(run, int(length), int(example), offset)
     beyond = f", {int(length) / trained:.1f}x the longest trained" if trained and length > trained else ""
     st.caption(f"final model · fresh sample {example} of length {length}{beyond}: {' '.join(sample.tokens)}")
+    if coupled and sample.ids:
+        st.caption(f"coupled position ids: {' '.join(map(str, sample.ids))}")
     verdict = ":green[right]" if sample.correct else ":red[wrong]"
     st.markdown(f"answer `{sample.answer}` · target `{sample.target}` · {verdict}")
     if not sample.patterns:
@@ -63,9 +76,11 @@ def fresh_sample_maps(run, side: str) -> None:
     if len(sample.tokens) > support.MAX_MAP_TOKENS:
         st.info(f"{len(sample.tokens)} tokens is more than a browser draws well as maps "
                 f"({support.MAX_MAP_TOKENS}); export them instead: `workbench export {run.run_id} "
-                f"--figure attention-grid --length {length} --example {example} --out maps.pdf`.")
+                f"--figure attention-grid --length {length} --example {example}"
+                + (f" --offset {offset}" if coupled else "") + " --out maps.pdf`.")
         return
-    maps(sample.patterns, sample.tokens, side, support.download_name(run.run_id, "length", length, "sample", example))
+    maps(sample.patterns, sample.tokens, side,
+         support.download_name(run.run_id, "length", length, "sample", example, f"offset{offset}" if offset is not None else ""))
 
 
 def attention_panel(side: str, prefer: int) -> None:

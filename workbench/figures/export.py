@@ -90,16 +90,17 @@ FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activit
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None, example: int = 0,
-               length: int | None = None):
+               length: int | None = None, offset: int | None = None):
     from . import runs as run_figures
 
-    if length is not None and figure not in ("attention", "attention-grid"):
-        raise ConfigError("--length", length, "only the attention figures read a fresh sample "
-                                              "(--figure attention or attention-grid)")
+    for flag, value in (("--length", length), ("--offset", offset)):
+        if value is not None and figure not in ("attention", "attention-grid"):
+            raise ConfigError(flag, value, "only the attention figures read a fresh sample "
+                                           "(--figure attention or attention-grid)")
     if figure == "attention":
-        return run_figures.run_attention(run, layer, head, step, example, length)
+        return run_figures.run_attention(run, layer, head, step, example, length, offset)
     if figure == "attention-grid":
-        return run_figures.run_attention_grid(run, step, example, length)
+        return run_figures.run_attention_grid(run, step, example, length, offset)
     if figure == "length":
         return run_figures.runs_length_curve([run])
     if figure in ("entropy-length", "entropy-length-normalized"):

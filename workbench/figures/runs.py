@@ -44,24 +44,27 @@ def snapshot_patterns(run, step: int | None = None, example: int = 0) -> tuple[d
     return {layer: p[:, :T, :T] for layer, p in patterns.items()}, tokens, step
 
 
-def attention_patterns(run, step: int | None = None, example: int = 0,
-                       length: int | None = None) -> tuple[dict[int, object], list[str]]:
+def attention_patterns(run, step: int | None = None, example: int = 0, length: int | None = None,
+                       offset: int | None = None) -> tuple[dict[int, object], list[str]]:
     """({layer: (H, T, T) array}, tokens): from the snapshot at `step` (its `example`-th probe example),
-    or, when `length` is given, the final model on the `example`-th fresh sample of that length."""
+    or, when `length` is given, the final model on the `example`-th fresh sample of that length (its
+    coupled ids starting at `offset` when one is given)."""
     if length is None:
+        if offset is not None:
+            raise ConfigError("--offset", offset, "moves the ids of a fresh sample; give --length too")
         patterns, tokens, _ = snapshot_patterns(run, step, example)
         return patterns, tokens
     if step is not None:
         raise ConfigError("--step", step, "a fresh sample (--length) is read by the final model; leave out --step")
     from ..probes.sample_attention import run_sample_attention
 
-    sample = run_sample_attention(run, length, example)
+    sample = run_sample_attention(run, length, example, offset)
     return sample.patterns, sample.tokens
 
 
 def run_attention(run, layer: int = 0, head: int = 0, step: int | None = None, example: int = 0,
-                  length: int | None = None):
-    patterns, tokens = attention_patterns(run, step, example, length)
+                  length: int | None = None, offset: int | None = None):
+    patterns, tokens = attention_patterns(run, step, example, length, offset)
     if layer not in patterns:
         raise ConfigError("--layer", layer, f"choose one of: {', '.join(map(str, sorted(patterns)))}")
     heads = patterns[layer].shape[0]
@@ -70,8 +73,9 @@ def run_attention(run, layer: int = 0, head: int = 0, step: int | None = None, e
     return attention_map(patterns[layer][head], tokens)
 
 
-def run_attention_grid(run, step: int | None = None, example: int = 0, length: int | None = None):
-    return attention_grid(*attention_patterns(run, step, example, length))
+def run_attention_grid(run, step: int | None = None, example: int = 0, length: int | None = None,
+                       offset: int | None = None):
+    return attention_grid(*attention_patterns(run, step, example, length, offset))
 
 
 # --- length generalization ------------------------------------------------------------------------

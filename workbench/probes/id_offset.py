@@ -51,6 +51,17 @@ def sweepable(config) -> bool:
     return default_offset(config) is not None and reads_task_ids(config)
 
 
+def check_sweepable(config, field: str, value) -> None:
+    """A one-line refusal, naming `field`, unless moving the coupled ids of this config's runs means something."""
+    if default_offset(config) is None:
+        raise ConfigError(field, value, f"task {config.task.name} has no coupled position ids; tasks that have: "
+                                        + ", ".join(coupled_tasks()))
+    if not reads_task_ids(config):
+        raise ConfigError(field, value, f"model.pos={config.model.pos} does not read the task's position ids, so "
+                                        "an offset changes nothing; the encodings that do: coupling, "
+                                        "coupling_relative, abacus")
+
+
 def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] | str, n: int = 512,
                      progress: Callable[[int, int], None] | None = None) -> dict[int, dict[int, float]]:
     """{length: {offset: exact match}} for a finished run. `lengths` and `offsets` may be the command
@@ -65,14 +76,7 @@ def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] |
     check(len(offsets) <= MAX_OFFSETS, "--offsets", len(offsets), f"expected at most {MAX_OFFSETS} offsets")
     finished = load_for_evaluation(run_id, lengths, n)
     task, config = finished.task, finished.config
-    if task.coupled_first is None:
-        raise ConfigError("--offsets", ",".join(map(str, offsets)),
-                          f"task {task.name} has no coupled position ids; tasks that have: "
-                          + ", ".join(coupled_tasks()))
-    if not reads_task_ids(config):
-        raise ConfigError("--offsets", ",".join(map(str, offsets)),
-                          f"model.pos={config.model.pos} does not read the task's position ids, so an offset "
-                          "changes nothing; the encodings that do: coupling, coupling_relative, abacus")
+    check_sweepable(config, "--offsets", ",".join(map(str, offsets)))
     for offset in offsets:
         task.at_offset(offset, "--offsets")  # every offset checked before the first evaluation
     curves = {}

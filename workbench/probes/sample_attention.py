@@ -27,13 +27,18 @@ class SampleAttention:
     answer: str  # the model's prediction at every answer position (teacher-forced argmax)
     target: str  # the right answer
     correct: bool  # exact match, as the length curve scores it
+    ids: list[int] | None = None  # the position ids the task gave each token (None: the task gives none)
 
 
 @torch.no_grad()
-def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, maps: bool = True) -> SampleAttention:
-    """The model on the `index`-th evaluation sample of `length`; maps=False skips the T x T maps."""
+def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, maps: bool = True,
+                     offset: int | None = None) -> SampleAttention:
+    """The model on the `index`-th evaluation sample of `length`; maps=False skips the T x T maps. With
+    `offset`, the same sample with its coupled position ids starting there (`Task.at_offset`)."""
     check(length >= 1, "--length", length, "expected a test length >= 1")
     check(0 <= index < MAX_SAMPLE_INDEX, "--example", index, f"expected 0 to {MAX_SAMPLE_INDEX - 1}")
+    if offset is not None:
+        task = task.at_offset(offset, "--offset")
     batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
     was_training = model.training
     model.eval()
@@ -52,13 +57,28 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, ma
                            tokens=[task.vocab.symbols[int(t)] for t in batch.tokens[0][keep]],
                            prompt=task.decode(batch.tokens[0][:first_answer + 1]), length=int(length),
                            answer=task.decode(predictions[0][mask]), target=task.decode(batch.targets[0][mask]),
-                           correct=bool(task.score(predictions, batch)[0]))
+                           correct=bool(task.score(predictions, batch)[0]),
+                           ids=None if batch.position_ids is None else batch.position_ids[0][keep].tolist())
 
 
-def run_sample_attention(run, length: int | None = None, index: int = 0) -> SampleAttention:
+def run_sample_attention(run, length: int | None = None, index: int = 0, offset: int | None = None) -> SampleAttention:
     """A stored run's final model on the `index`-th fresh sample of `length` (default: the longest
-    length it trained on)."""
+    length it trained on), its coupled ids starting at `offset` when one is given."""
+    from .id_offset import check_sweepable
+
+    config = run.config()
+    if offset is not None:
+        check_sweepable(config, "--offset", offset)
     model, task = run.load_model()
     length = task.train_lengths()[1] if length is None else length
-    return sample_attention(model, task, int(length), int(index), run.config().train.seed)
+    return sample_attention(model, task, int(length), int(index), config.train.seed, offset=offset)
 
+
+
+def top_keys(sample: SampleAttention, query: int, layer: int = 0, k: int = 3) -> dict[int, list[tuple[str, float]]]:
+    """{head: [("token@position", weight), ...]}: the k keys the `query`-th token attends to most in `layer`."""
+    check(layer in sample.patterns, "layer", layer, f"choose one of: {', '.join(map(str, sorted(sample.patterns)))}")
+    check(0 <= query < len(sample.tokens), "query", query, f"expected 0 to {len(sample.tokens) - 1}")
+    rows = sample.patterns[layer][:, query, :query + 1]  # causal: keys up to the query
+    return {head: [(f"{sample.tokens[key]}@{key}", round(float(row[key]), 3)) for key in np.argsort(row)[::-1][:k]]
+            for head, row in enumerate(rows)}
