@@ -3,7 +3,7 @@
 Coupled-id tasks (addition, copy, reverse, multi-operand addition, multiplication) draw each training
 sample's first id at random, so that every id up to task.max_position is trained, and evaluate with
 the ids starting at the smallest start, as the papers' code does. The smallest ids are then the
-rarest in training: at the smallest start the operator tokens carry an id no digit ever carries. A
+rarest in training: in addition, at start 1 the `+` and `=` carry an id no digit ever carries. A
 model that learned its ids as a table can fail there alone. Evaluating the same samples at other
 starts separates that from a failure to add (or copy) at all. Nothing here is stored: it is a
 question asked of a finished run, not a metric of its training.
@@ -31,11 +31,16 @@ def coupled_tasks() -> list[str]:
     return [name for name in TASKS.names() if TASKS.get(name).coupled_first is not None]
 
 
-def reads_task_ids(config) -> bool:
-    """Whether the model's positional encoding reads the task's ids (coupling, coupling_relative, abacus)."""
+def id_encodings() -> list[str]:
+    """The positional encodings that read a task's ids (coupling, coupling_relative, abacus)."""
     from ..models.positions import POSITIONS
 
-    return bool(POSITIONS.get(config.model.pos).uses_task_ids)
+    return [name for name in POSITIONS.names() if POSITIONS.get(name).uses_task_ids]
+
+
+def reads_task_ids(config) -> bool:
+    """Whether the model's positional encoding reads the task's ids."""
+    return config.model.pos in id_encodings()
 
 
 def default_offset(config) -> int | None:
@@ -58,8 +63,7 @@ def check_sweepable(config, field: str, value) -> None:
                                         + ", ".join(coupled_tasks()))
     if not reads_task_ids(config):
         raise ConfigError(field, value, f"model.pos={config.model.pos} does not read the task's position ids, so "
-                                        "an offset changes nothing; the encodings that do: coupling, "
-                                        "coupling_relative, abacus")
+                                        "an offset changes nothing; the encodings that do: " + ", ".join(id_encodings()))
 
 
 def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] | str, n: int = 512,
