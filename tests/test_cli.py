@@ -51,6 +51,19 @@ def test_task_show_decodes_examples(capsys):
     assert len(examples) == 2
 
 
+def test_task_show_moves_coupled_ids_with_offset(capsys):
+    show = ["task", "show", "addition", "--n", "1", "--length", "3", "--json"]
+    assert main(show) == 0
+    default = json.loads(capsys.readouterr().out)[0]
+    assert main([*show, "--offset", "5"]) == 0
+    moved = json.loads(capsys.readouterr().out)[0]
+    assert moved["tokens"] == default["tokens"]
+    assert [m - d for d, m in zip(default["position_ids"], moved["position_ids"]) if d] == \
+        [4] * sum(1 for d in default["position_ids"] if d)
+    assert main(["task", "show", "parity", "--offset", "2"]) == 2
+    assert "--offset: invalid value 2; task parity has no coupled position ids" in capsys.readouterr().err
+
+
 def test_ctrl_c_leaves_a_run_that_resumes(data_dir):
     args = [sys.executable, "-m", "workbench", "train", *TINY[:-3], "train.steps=400000", "train.checkpoint_every=50",
             "probes.every=0", "--quiet"]

@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--n", type=int, default=5, help="how many examples (default 5)")
     s.add_argument("--length", type=int, default=None, help="a fixed test length")
     s.add_argument("--seed", type=int, default=0, help="the data seed (default 0)")
+    s.add_argument("--offset", type=int, default=None,
+                   help="coupled-id tasks: start the examples' position ids here instead of at the evaluation's start")
     s.add_argument("--json", action="store_true", help=JSON_HELP)
     task_sub.add_parser("list", help="every task by name")
 
@@ -261,6 +263,8 @@ def cmd_task(args) -> int:
 
     check(args.n >= 1, "--n", args.n, "expected at least 1 example")
     task = build_task(args.name, params)
+    if args.offset is not None:
+        task = task.at_offset(args.offset, "--offset")
     examples = show_examples(task, n=args.n, seed=args.seed, length=args.length)
     if args.json:
         _print_json(examples)
