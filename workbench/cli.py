@@ -19,7 +19,13 @@ JSON_HELP = "print JSON instead of text"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description="Train small sequence models and see inside them.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add_commands in (_add_run_commands, _add_eval_length, _add_task_commands, _add_experiment_commands,
+                         _add_export, _add_demo_and_app):
+        add_commands(sub)
+    return parser
 
+
+def _add_run_commands(sub) -> None:
     p = sub.add_parser("train", help="train a config (or fetch the stored identical run)")
     p.add_argument("config", nargs="?", help="a YAML or JSON config file")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.pos=rope")
@@ -34,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--json", action="store_true", help="print JSON, with every probe summary")
 
+
+def _add_eval_length(sub) -> None:
     p = sub.add_parser("eval-length", help="exact match per test length")
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--lengths", required=True, help="comma-separated lengths, e.g. 5,10,20")
@@ -48,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(coupled-id tasks; shows which ids the model learned; not stored)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
+
+def _add_task_commands(sub) -> None:
     p = sub.add_parser("task", help="inspect tasks")
     task_sub = p.add_subparsers(dest="task_command", required=True)
     s = task_sub.add_parser("show", help="decoded examples: tokens, targets, loss mask, position ids")
@@ -61,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help=JSON_HELP)
     task_sub.add_parser("list", help="every task by name")
 
+
+def _add_experiment_commands(sub) -> None:
     p = sub.add_parser("experiment", help="named recipes and their results")
     exp_sub = p.add_subparsers(dest="experiment_command", required=True)
     exp_sub.add_parser("list", help="every named experiment, with what it shows")
@@ -75,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
     rep.add_argument("--out", default="REPRODUCTIONS.md", help="the Markdown file to write (default REPRODUCTIONS.md)")
 
+
+def _add_export(sub) -> None:
     p = sub.add_parser("export", help="export a figure of a run to PDF, SVG or PNG")
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--figure", required=True, help="one of: " + ", ".join(FIGURES))
@@ -94,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="attention figures with --length: start the sample's coupled position ids here "
                         "(coupled-id tasks; the evaluation's own start by default)")
 
+
+def _add_demo_and_app(sub) -> None:
     p = sub.add_parser("demo", help="the shipped demo runs")
     demo_sub = p.add_subparsers(dest="demo_command", required=True)
     demo_sub.add_parser("build", help="(re)make the demo runs in data/demo/")
@@ -102,7 +118,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)")
     p.add_argument("--port", type=int, default=8501, help="default 8501")
-    return parser
 
 
 def _print_json(value) -> None:
