@@ -157,6 +157,12 @@ def test_dynamics_page_plots_every_recorded_probe(demo):
     assert len(shown) == len(app.multiselect(key="dynamics_probes").value) >= 5
     assert "max_logit" in app.multiselect(key="dynamics_probes").value
     assert not app.error
+    assert not any("coupled position ids" in c.value for c in app.caption)  # rope reads no coupled ids
+
+
+def test_dynamics_page_says_where_a_coupled_runs_exact_match_starts_its_ids(demo):
+    app = run_page("Dynamics", selected=[demo["addition"]])
+    assert any("coupled position ids starting at 1" in c.value for c in app.caption)
 
 
 def test_dynamics_page_shows_per_neuron_activity_at_chosen_steps(demo):

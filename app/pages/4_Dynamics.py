@@ -6,6 +6,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench.events import COLLAPSE_FRACTION, training_events
 from workbench.figures import runs as run_figures
+from workbench.probes.id_offset import default_offset, sweepable
 from workbench.reports import neuron_activity_steps
 
 st.set_page_config(page_title="Dynamics · workbench", layout="wide")
@@ -35,6 +36,11 @@ for i, probe in enumerate(chosen):
                                 support.download_name(run.run_id, probe))
         except Exception as error:  # noqa: BLE001
             support.show_error(error)
+        if probe == "exact_match" and sweepable(run.config()):
+            st.caption(f"Measured with the coupled position ids starting at {default_offset(run.config())}, as the "
+                       "paper's code does. Far below what the training loss suggests? The run may not have learned "
+                       "the smallest ids, the rarest in training: the Length generalization page reads it with the "
+                       "ids starting elsewhere.")
 
 activity_steps = neuron_activity_steps(run)
 if activity_steps:
