@@ -57,22 +57,23 @@ def attention_grid(patterns: dict[int, np.ndarray], tokens: list[str], title: st
     return fig.update_layout(margin=dict(t=48 if title else 28))  # room for the subplot titles
 
 
-def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: str | None = None) -> go.Figure:
-    """Exact match vs test length. `curves` has columns label, length, value (several seeds per label
-    give a median line with a min-max band)."""
+def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: str | None = None,
+                 x: str = "length", x_title: str = "test length") -> go.Figure:
+    """Exact match vs test length (or another column `x`). `curves` has columns label, length (or `x`),
+    value (several seeds per label give a median line with a min-max band)."""
     fig = go.Figure()
     for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
-        stats = rows.groupby("length")["value"].agg(["median", "min", "max", "count"]).reset_index()
+        stats = rows.groupby(x)["value"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
             fig.add_trace(go.Scatter(
-                x=np.concatenate([stats.length, stats.length[::-1]]),
+                x=np.concatenate([stats[x], stats[x][::-1]]),
                 y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100,
                 fill="toself", fillcolor=color(i), opacity=0.18, line=dict(width=0),
                 hoverinfo="skip", showlegend=False, legendgroup=str(label)))
-        fig.add_trace(go.Scatter(x=stats.length, y=stats["median"] * 100, mode="lines+markers", name=str(label),
+        fig.add_trace(go.Scatter(x=stats[x], y=stats["median"] * 100, mode="lines+markers", name=str(label),
                                  line=dict(color=color(i)), legendgroup=str(label),
-                                 hovertemplate="length %{x}<br>exact match %{y:.1f}%<extra>" + str(label) + "</extra>"))
-    fig.update_xaxes(title="test length")
+                                 hovertemplate=f"{x} %{{x}}<br>exact match %{{y:.1f}}%<extra>{label}</extra>"))
+    fig.update_xaxes(title=x_title)
     fig.update_yaxes(title="exact match (%)", range=[-3, 103])
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
@@ -99,12 +100,9 @@ def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | Non
                   title: str | None = None) -> go.Figure:
     """Exact match against the first id of coupled position ids, one line per test length, with the
     evaluation's default start marked. `curves` is probes.id_offset.evaluate_offsets's {length: {offset: rate}}."""
-    frame = pd.DataFrame([{"label": f"length {length}", "length": offset, "value": value}
+    frame = pd.DataFrame([{"label": f"length {length}", "offset": offset, "value": value}
                           for length, curve in curves.items() for offset, value in curve.items()])
-    fig = length_curve(frame, title=title)
-    for trace in fig.data:
-        trace.hovertemplate = trace.hovertemplate and trace.hovertemplate.replace("length %{x}", "offset %{x}")
-    fig.update_xaxes(title="first coupled position id (offset)")
+    fig = length_curve(frame, title=title, x="offset", x_title="first coupled position id (offset)")
     return mark_x(fig, default_offset, "evaluation default")
 
 
