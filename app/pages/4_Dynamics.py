@@ -16,6 +16,7 @@ if support.store_is_empty(table):
     st.stop()
 
 run = support.pick_run(table, key="dynamics_run")
+config = run.config()
 events = training_events(run)
 if "diverged" in events:
     st.error(f"This run diverged at step {events['diverged']} (the loss became NaN or infinite).")
@@ -36,8 +37,8 @@ for i, probe in enumerate(chosen):
                                 support.download_name(run.run_id, probe))
         except Exception as error:  # noqa: BLE001
             support.show_error(error)
-        if probe == "exact_match" and sweepable(run.config()):
-            st.caption(f"Measured with the coupled position ids starting at {default_offset(run.config())}, as the "
+        if probe == "exact_match" and sweepable(config):
+            st.caption(f"Measured with the coupled position ids starting at {default_offset(config)}, as the "
                        "paper's code does. Far below what the training loss suggests? The run may not have learned "
                        "the smallest ids, the rarest in training: the Length generalization page reads it with the "
                        "ids starting elsewhere.")

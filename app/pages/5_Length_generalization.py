@@ -7,7 +7,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import offset_curves
-from workbench.probes.id_offset import default_offset, evaluate_offsets, sweepable
+from workbench.probes.id_offset import default_offset, evaluate_offsets, reads_coupled_ids
 from workbench.reports import evaluate_lengths
 from workbench.store import COMPLETED
 
@@ -18,6 +18,7 @@ results = support.experiment_results()
 if table.empty and not results:
     support.store_is_empty(table)
     st.stop()
+completed = table[table.status == COMPLETED]  # the runs with final weights: a diverged run keeps none
 
 
 def show_runs(with_curves) -> None:
@@ -64,12 +65,11 @@ def show_runs(with_curves) -> None:
 def evaluate_form(expanded: bool) -> str | None:
     """Evaluate one finished run at the lengths typed in; the results are stored with the run, whose
     id is returned (None when nothing was stored)."""
-    finished = table[table.status == COMPLETED]  # a diverged run keeps no weights to evaluate
     with st.expander("Evaluate a run at more test lengths", expanded=expanded):
-        if finished.empty:
+        if completed.empty:
             st.info("No completed run to evaluate yet.")
             return None
-        run = support.pick_run(finished, key="length_eval_run")
+        run = support.pick_run(completed, key="length_eval_run")
         defaults = run.config().task.eval_lengths
         with st.form("length_eval_form"):
             lengths = st.text_input("test lengths (--lengths)", value=",".join(map(str, defaults)) or "5,10,20",
@@ -101,8 +101,7 @@ def evaluate_form(expanded: bool) -> str | None:
 
 def offsets_form() -> None:
     """Evaluate one finished coupled-id run with its ids starting at several offsets (not stored)."""
-    finished = table[table.status == COMPLETED]
-    coupled = finished[[sweepable(support.open_run(r).config()) for r in finished.run_id]]
+    coupled = completed[[reads_coupled_ids(task, pos) for task, pos in zip(completed.task, completed.pos)]]
     if coupled.empty:  # the sweep only means something for models that read coupled ids
         return
     st.subheader("Coupled position ids: which ones did a run learn?")

@@ -26,8 +26,10 @@ def offset_curve(model, task, length: int, offsets: list[int], n: int, seed: int
 
 
 def coupled_tasks() -> list[str]:
+    """The tasks whose samples carry coupled position ids."""
     from ..tasks import TASKS
 
+    # addition's coupled_first is a property (its start depends on task.ids), never None on the class
     return [name for name in TASKS.names() if TASKS.get(name).coupled_first is not None]
 
 
@@ -38,9 +40,10 @@ def id_encodings() -> list[str]:
     return [name for name in POSITIONS.names() if POSITIONS.get(name).uses_task_ids]
 
 
-def reads_task_ids(config) -> bool:
-    """Whether the model's positional encoding reads the task's ids."""
-    return config.model.pos in id_encodings()
+def reads_coupled_ids(task: str, pos: str) -> bool:
+    """Whether runs of this task and positional encoding carry coupled ids that the model reads: only
+    then does moving the ids mean something. Needs no run to be opened (the runs table has both)."""
+    return task in coupled_tasks() and pos in id_encodings()
 
 
 def default_offset(config) -> int | None:
@@ -51,17 +54,16 @@ def default_offset(config) -> int | None:
 
 
 def sweepable(config) -> bool:
-    """Whether an offset sweep means something for a run of this config: its task has coupled ids and
-    its model reads them."""
-    return default_offset(config) is not None and reads_task_ids(config)
+    """Whether an offset sweep means something for a run of this config."""
+    return reads_coupled_ids(config.task.name, config.model.pos)
 
 
 def check_sweepable(config, field: str, value) -> None:
     """A one-line refusal, naming `field`, unless moving the coupled ids of this config's runs means something."""
-    if default_offset(config) is None:
+    if config.task.name not in coupled_tasks():
         raise ConfigError(field, value, f"task {config.task.name} has no coupled position ids; tasks that have: "
                                         + ", ".join(coupled_tasks()))
-    if not reads_task_ids(config):
+    if config.model.pos not in id_encodings():
         raise ConfigError(field, value, f"model.pos={config.model.pos} does not read the task's position ids, so "
                                         "an offset changes nothing; the encodings that do: " + ", ".join(id_encodings()))
 
