@@ -195,26 +195,27 @@ def cmd_show(args) -> int:
     return 0
 
 
-def _advance(bar):
-    """A progress(done, total) callback that moves a tqdm bar."""
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-    return update
+def _with_length_bar(evaluate):
+    """evaluate(progress) under a tqdm bar that counts test lengths; progress(done, total) moves it."""
+    from tqdm.auto import tqdm
+
+    with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+        return evaluate(progress)
 
 
 def cmd_eval_length(args) -> int:
-    from tqdm.auto import tqdm
-
     from .errors import check
     from .reports import evaluate_lengths, json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
     if args.offsets is not None:
         return _eval_offsets(args)
-    with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
-        result = evaluate_lengths(args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0,
-                                  progress=_advance(bar), examples=args.examples)
+    result = _with_length_bar(lambda progress: evaluate_lengths(
+        args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0, progress=progress,
+        examples=args.examples))
     curve, entropy, examples = result["exact_match"], result.get("entropy", {}), result.get("examples", {})
     if args.json:
         summary = {"run_id": args.run, "exact_match": json_keys(curve)}
@@ -239,16 +240,14 @@ def cmd_eval_length(args) -> int:
 
 
 def _eval_offsets(args) -> int:
-    from tqdm.auto import tqdm
-
     from .errors import check
     from .probes.id_offset import evaluate_offsets
     from .reports import json_keys
 
     check(not (args.entropy or args.examples), "--offsets", args.offsets,
           "an offset sweep is its own evaluation; leave out --entropy and --examples")
-    with tqdm(desc="lengths", unit="length", disable=None, file=sys.stderr) as bar:
-        curves = evaluate_offsets(args.run, args.lengths, args.offsets, args.n, progress=_advance(bar))
+    curves = _with_length_bar(lambda progress: evaluate_offsets(args.run, args.lengths, args.offsets, args.n,
+                                                                progress=progress))
     if args.json:
         _print_json({"run_id": args.run, "exact_match_by_offset": json_keys(curves)})
         return 0
