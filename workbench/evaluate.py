@@ -5,10 +5,23 @@ match equals greedy decoding (the reference code of position coupling does the s
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 
 EVAL_SEED = 1_000_003  # evaluation data never shares a stream with training data
+
+
+@contextlib.contextmanager
+def eval_mode(model):
+    """The model in eval mode for the block, then back in the mode it was in (training may go on)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def eval_generator(seed: int, length: int | None = None) -> torch.Generator:
@@ -19,10 +32,8 @@ def eval_generator(seed: int, length: int | None = None) -> torch.Generator:
 def exact_match(model, task, n: int, generator: torch.Generator, length: int | None = None,
                 chunk: int = 256) -> tuple[float, float]:
     """(exact-match rate, mean answer loss) on n fresh evaluation samples."""
-    was_training = model.training
-    model.eval()
     hits, loss_sum, tokens = 0, 0.0, 0
-    try:
+    with eval_mode(model):
         for start in range(0, n, chunk):
             batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
             logits = model(batch.tokens, batch.position_ids)
@@ -30,8 +41,6 @@ def exact_match(model, task, n: int, generator: torch.Generator, length: int | N
             mask = batch.loss_mask
             loss_sum += float(F.cross_entropy(logits[mask], batch.targets[mask], reduction="sum"))
             tokens += int(mask.sum())
-    finally:
-        model.train(was_training)
     return hits / n, loss_sum / max(tokens, 1)
 
 
@@ -50,16 +59,12 @@ def token_accuracy(model, task, n: int, generator: torch.Generator, length: int 
                    chunk: int = 256) -> float:
     """Fraction of answer tokens (loss-mask positions) predicted right, teacher-forced: for MQAR,
     the per-query accuracy Zoology reports, where exact match would need every query right."""
-    was_training = model.training
-    model.eval()
     hits, tokens = 0, 0
-    try:
+    with eval_mode(model):
         for start in range(0, n, chunk):
             batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
             predictions = model(batch.tokens, batch.position_ids).argmax(-1)
             mask = batch.loss_mask
             hits += int((predictions[mask] == batch.targets[mask]).sum())
             tokens += int(mask.sum())
-    finally:
-        model.train(was_training)
     return hits / max(tokens, 1)

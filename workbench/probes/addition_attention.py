@@ -19,6 +19,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from ..evaluate import eval_mode
+
 GROUPS = ("same", "below", "other digits", "other tokens")
 
 
@@ -66,14 +68,10 @@ def attention_by_significance(pattern: torch.Tensor, symbols: list[str]) -> pd.D
 def addition_attention(model, task, length: int, n: int = 16, seed: int = 0, layer: int = 0) -> pd.DataFrame:
     """attention_by_significance over n fresh test examples of `length` digits per operand, for
     one attention layer of a trained model; an `example` column tells them apart."""
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         batch = task.sample(n, torch.Generator().manual_seed(seed), length=length, train=False)
         name = f"blocks.{layer}.mixer.hook_pattern"
         _, cache = model.run_with_cache(batch.tokens, position_ids=batch.position_ids, names=[name])
-    finally:
-        model.train(was_training)
     frames = []
     for example in range(n):
         symbols = [task.vocab.symbols[int(t)] for t in batch.tokens[example]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..evaluate import eval_generator
+from ..evaluate import eval_generator, eval_mode
 from .attention import attention_layers, entropy_rows, summarize_row_entropy
 
 TOKENS_PER_FORWARD = 16_384  # samples per forward shrink as the length grows
@@ -35,11 +35,9 @@ def layer_entropies(model, tokens, position_ids=None) -> dict[int, torch.Tensor]
 @torch.no_grad()
 def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
     """{layer: (raw, normalized) mean entropy per head} over n test samples of task length `length`."""
-    was_training = model.training
-    model.eval()
     sums: dict[int, list[torch.Tensor]] = {}
     generator = eval_generator(seed, length)
-    try:
+    with eval_mode(model):
         done, per_forward = 0, max(1, TOKENS_PER_FORWARD // max(task.sequence_length(length), 1))
         while done < n:
             chunk = min(n - done, per_forward)
@@ -51,8 +49,6 @@ def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[i
                 previous[0] += raw * chunk
                 previous[1] += normalized * chunk
             done += chunk
-    finally:
-        model.train(was_training)
     return {layer: (raw / n, normalized / n) for layer, (raw, normalized) in sums.items()}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from . import attention, memorization, outliers, sparsity, spectral  # noqa: F401  (registration)
+from ..evaluate import eval_mode
 from .registry import PROBES, ProbeContext, ProbeResult
 
 
@@ -32,15 +33,10 @@ def run_probes(model, batch, names: list[str], snapshot_examples: int = 0, conte
     suffixes = {s for p in probes for s in p.hooks}
     if snapshot_examples:
         suffixes.add("mixer.hook_pattern")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            _, cache = model.run_with_cache(batch.tokens, batch.position_ids,
-                                            names=lambda name: any(name.endswith(s) for s in suffixes))
-            parts = [probe(model, batch, cache) for probe in probes]
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        _, cache = model.run_with_cache(batch.tokens, batch.position_ids,
+                                        names=lambda name: any(name.endswith(s) for s in suffixes))
+        parts = [probe(model, batch, cache) for probe in probes]
     result = ProbeResult()
     if snapshot_examples:
         for name, value in cache.items():

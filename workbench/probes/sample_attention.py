@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import check
-from ..evaluate import eval_generator
+from ..evaluate import eval_generator, eval_mode
 
 MAX_SAMPLE_INDEX = 10_000  # the samples before the chosen one are drawn too; this keeps that cheap
 
@@ -40,13 +40,9 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, ma
     if offset is not None:
         task = task.at_offset(offset, "--offset")
     batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
                                              names=lambda name: maps and name.endswith("mixer.hook_pattern"))
-    finally:
-        model.train(was_training)
     predictions = logits.argmax(-1)
     keep = batch.tokens[0] != 0  # padding is id 0, on the right
     size = int(keep.sum())
