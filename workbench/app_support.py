@@ -184,6 +184,21 @@ def show_error(error: Exception) -> None:
         st.error(f"{type(error).__name__}: {error}")
 
 
+def evaluate_by_length(evaluate):
+    """evaluate(progress) under a progress bar that counts test lengths (reports.evaluate_lengths and
+    probes.id_offset.evaluate_offsets both report per length); None, with the error shown, when it fails."""
+    import streamlit as st
+
+    bar = st.progress(0.0, text="evaluating")
+    try:
+        return evaluate(lambda done, total: bar.progress(done / total, text=f"{done} of {total} lengths"))
+    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+        show_error(error)
+        return None
+    finally:
+        bar.empty()
+
+
 def form_widget(field, key: str):
     """One Train-form field as a widget: select box, multiselect, checkbox or text."""
     import streamlit as st

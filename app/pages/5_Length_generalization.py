@@ -81,16 +81,10 @@ def evaluate_form(expanded: bool) -> str | None:
                                            key="length_eval_entropy_n")
             if not st.form_submit_button("Evaluate"):
                 return None
-        bar = st.progress(0.0, text="evaluating")
-        try:
-            result = evaluate_lengths(run.run_id, lengths, int(n), int(entropy_n) if entropy else 0,
-                                      progress=lambda done, total: bar.progress(done / total,
-                                                                               text=f"{done} of {total} lengths"))
-        except Exception as error:  # noqa: BLE001
-            bar.empty()
-            support.show_error(error)
+        result = support.evaluate_by_length(lambda progress: evaluate_lengths(
+            run.run_id, lengths, int(n), int(entropy_n) if entropy else 0, progress=progress))
+        if result is None:
             return None
-        bar.empty()
         st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result")
         if run.read_only:
             st.info("This is a shipped demo run, which is read-only: the results above are not stored.")
@@ -121,16 +115,10 @@ def offsets_form() -> None:
             n = right.number_input("samples (--n)", min_value=1, value=256, step=64, key="length_offset_n")
             if not st.form_submit_button("Evaluate by offset"):
                 return
-        bar = st.progress(0.0, text="evaluating")
-        try:
-            curves = evaluate_offsets(run.run_id, lengths, offsets, int(n),
-                                      progress=lambda done, total: bar.progress(done / total,
-                                                                               text=f"{done} of {total} lengths"))
-        except Exception as error:  # noqa: BLE001
-            bar.empty()
-            support.show_error(error)
+        curves = support.evaluate_by_length(lambda progress: evaluate_offsets(run.run_id, lengths, offsets, int(n),
+                                                                               progress=progress))
+        if curves is None:
             return
-        bar.empty()
         st.dataframe(support.offset_result_table(curves), hide_index=True, key="length_offset_result")
         fig = offset_curves(curves, default_offset(run.config()))
         support.figure_view(fig, "length_offset_curve", support.download_name("offsets", run.run_id))
