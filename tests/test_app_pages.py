@@ -328,6 +328,30 @@ def test_experiments_page_shows_a_cached_result(demo):
     assert len(charts(app)) == 1 and len(app.dataframe) == 1
 
 
+def test_experiments_page_offers_another_budget(demo):
+    from workbench.experiments import Budget, ExperimentResult, recipe_budget
+    from workbench.experiments.base import save_result
+
+    app = AppTest.from_file(page("Experiments"), default_timeout=TIMEOUT)
+    app.session_state["experiments_name"] = "lengthgen-addition"
+    app.run()
+    steps, seeds = app.number_input(key="experiments_steps_lengthgen-addition_True"), \
+        app.multiselect(key="experiments_seeds_lengthgen-addition_True")
+    fast_budget = recipe_budget("lengthgen-addition", fast=True)
+    assert (steps.value, tuple(seeds.value)) == (fast_budget.steps, fast_budget.seeds) == (150, (0,))
+    steps.set_value(12).run()
+    assert not app.exception
+    assert any("on 12 steps" in info.value and "--fast --steps 12" in info.value for info in app.info)
+    save_result(ExperimentResult("lengthgen-addition", pd.DataFrame(
+        [{"pos": "coupling", "seed": 0, "length": 3, "exact_match": 0.5}]), {"train_max": 3}, list(demo.values()),
+        runtime_s=1.0, fast=True, budget="12 steps"), Budget(steps=12))
+    app.run()
+    assert not app.exception and len(charts(app)) == 1
+    assert any("budget: 12 steps, not the recipe's" in caption.value for caption in app.caption)
+    app.multiselect(key="experiments_seeds_lengthgen-addition_True").set_value([]).run()
+    assert any("seeds" in warning.value for warning in app.warning) and not charts(app)
+
+
 # --- the Train form ------------------------------------------------------------------------------
 def cli_message(overrides: list[str]) -> str:
     from workbench.errors import ConfigError

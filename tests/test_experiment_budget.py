@@ -1,10 +1,10 @@
-"""A smaller budget for a named recipe (fewer steps, a subset of seeds): the same analysis, a
+"""Another budget for a named recipe (other steps, a subset of seeds): the same analysis, a
 result cached apart from the recipe's, clear errors for impossible budgets."""
 import pytest
 
 from workbench.cli import main
 from workbench.errors import ConfigError
-from workbench.experiments import Budget, get_experiment, load_result, run_experiment
+from workbench.experiments import Budget, budget_for, get_experiment, load_result, recipe_budget, run_experiment
 
 
 def test_a_budget_changes_steps_and_seeds_and_is_cached_apart(data_dir):
@@ -36,3 +36,41 @@ def test_cli_budget_flags_give_one_clear_line(capsys):
     assert main(["experiment", "run", "lengthgen-addition", "--seeds", "zero"]) == 2
     err = capsys.readouterr().err
     assert "--seeds" in err and "zero" in err and "Traceback" not in err
+
+
+def test_budget_for_keeps_only_what_differs_from_the_recipe():
+    recipe = recipe_budget("lazy-neurons")
+    assert recipe == Budget(4000, (0, 1, 2))
+    assert budget_for("lazy-neurons", False, 4000, (2, 0, 1)) is None, "the recipe itself"
+    assert budget_for("lazy-neurons", False, 20000, (0, 1, 2)) == Budget(steps=20000)
+    assert budget_for("lazy-neurons", False, 4000, (2,)) == Budget(seeds=(2,))
+    assert budget_for("lazy-neurons", True, 16, None) is None, "fast mode compares with its own budget"
+    assert Budget(20000, (0, 2)).cli_args == ["--steps", "20000", "--seeds", "0,2"]
+    with pytest.raises(ConfigError, match="seeds"):
+        budget_for("lazy-neurons", False, 4000, ())
+
+
+def test_an_experiment_runs_in_the_background_on_another_budget(data_dir):
+    from workbench import background
+
+    budget = budget_for("lazy-neurons", True, 4, None)
+    job = background.start_experiment("lazy-neurons", fast=True, budget=budget)
+    assert job.command[-2:] == ["--steps", "4"] and job.key.endswith("-fast-4steps")
+    assert background.find_job("experiment", "lazy-neurons", True) is None, "the recipe's own job is another"
+    for _ in range(1200):  # bounded polling: a busy machine may take a while to import torch
+        if not job.alive:
+            break
+        __import__("time").sleep(0.25)
+    found = background.find_job("experiment", "lazy-neurons", True, budget)
+    assert found is not None and background.job_outcome(found) == "completed", found and found.log_tail()
+    assert background.experiment_progress("lazy-neurons", True, budget)["done"] == 3
+    assert load_result("lazy-neurons", fast=True, budget=budget).budget == "4 steps"
+    assert load_result("lazy-neurons", fast=True) is None
+
+
+def test_a_seed_the_recipe_lacks_is_refused_before_anything_starts(data_dir):
+    from workbench import background
+
+    with pytest.raises(ConfigError, match="seeds.*choose one of: 0"):
+        background.start_experiment("lazy-neurons", fast=True, budget=Budget(seeds=(5,)))
+    assert background.jobs() == []

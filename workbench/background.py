@@ -40,10 +40,19 @@ class Job:
     started: float  # time.time() at launch
     command: list[str]
     fast: bool = False  # experiments: the smaller budget
+    steps: int | None = None  # experiments run on another Budget: its steps and seeds
+    seeds: list[int] | None = None
+
+    @property
+    def budget(self):
+        from .experiments import Budget
+
+        budget = Budget(self.steps, tuple(self.seeds) if self.seeds is not None else None)
+        return budget if budget.label else None
 
     @property
     def key(self) -> str:
-        return f"{self.kind}-{self.name}" + ("-fast" if self.fast else "")
+        return f"{self.kind}-{self.name}" + ("-fast" if self.fast else "") + (f"-{self.budget.slug}" if self.budget else "")
 
     @property
     def alive(self) -> bool:
@@ -76,9 +85,10 @@ def process_alive(pid: int) -> bool:
 
 
 # --- starting, listing, cancelling ----------------------------------------------------------------
-def _launch(kind: str, name: str, command: list[str], fast: bool = False) -> Job:
-    job = Job(kind, name, 0, time.time(), command, fast)
-    previous = find_job(kind, name, fast)
+def _launch(kind: str, name: str, command: list[str], fast: bool = False, budget=None) -> Job:
+    job = Job(kind, name, 0, time.time(), command, fast, budget and budget.steps,
+              list(budget.seeds) if budget and budget.seeds is not None else None)
+    previous = find_job(kind, name, fast, budget)
     if previous is not None and previous.alive:
         raise ConfigError(kind, name, "is already running; wait for it or cancel it")
     root = jobs_root()
@@ -104,12 +114,15 @@ def start_training(config, label: str = "") -> Job:
     return _launch("train", config.run_id, command + (["--label", label] if label else []))
 
 
-def start_experiment(name: str, fast: bool = False) -> Job:
+def start_experiment(name: str, fast: bool = False, budget=None) -> Job:
+    """Run a named experiment in a background process, on the recipe's budget or on `budget`."""
     from .experiments import get_experiment
 
-    get_experiment(name)  # an unknown name is refused here, not in the background
+    recipe = get_experiment(name)  # an unknown name is refused here, not in the background
+    if budget is not None:
+        budget.apply(recipe.variants(fast))  # so is a seed the recipe lacks
     command = [sys.executable, "-m", "workbench", "experiment", "run", name] + (["--fast"] if fast else [])
-    return _launch("experiment", name, command, fast)
+    return _launch("experiment", name, command + (budget.cli_args if budget else []), fast, budget)
 
 
 def jobs(kind: str | None = None) -> list[Job]:
@@ -126,8 +139,8 @@ def jobs(kind: str | None = None) -> list[Job]:
     return sorted((j for j in found if kind in (None, j.kind)), key=lambda j: -j.started)
 
 
-def find_job(kind: str, name: str, fast: bool = False) -> Job | None:
-    return next((j for j in jobs(kind) if j.name == name and j.fast == fast), None)
+def find_job(kind: str, name: str, fast: bool = False, budget=None) -> Job | None:
+    return next((j for j in jobs(kind) if j.name == name and j.fast == fast and j.budget == budget), None)
 
 
 def cancel(job: Job) -> bool:
@@ -181,11 +194,12 @@ def job_outcome(job: Job) -> str:
         return run_progress(job.name, alive=False)["state"]
     from .experiments import load_result
 
-    return "completed" if load_result(job.name, job.fast) is not None and _finished_all(job) else "failed"
+    return "completed" if load_result(job.name, job.fast, job.budget) is not None and _finished_all(job) else "failed"
 
 
 def _finished_all(job: Job) -> bool:
-    return all(read_status(run_id).get("status") in FINISHED for run_id in experiment_run_ids(job.name, job.fast))
+    return all(read_status(run_id).get("status") in FINISHED
+               for run_id in experiment_run_ids(job.name, job.fast, job.budget))
 
 
 def live_loss(run_id: str, polled: list[tuple[int, float]]) -> pd.DataFrame:
@@ -202,15 +216,16 @@ def live_loss(run_id: str, polled: list[tuple[int, float]]) -> pd.DataFrame:
 
 
 @functools.lru_cache(maxsize=64)
-def experiment_run_ids(name: str, fast: bool) -> tuple[str, ...]:
+def experiment_run_ids(name: str, fast: bool, budget=None) -> tuple[str, ...]:
     from .experiments import get_experiment
 
-    return tuple(variant.config.run_id for variant in get_experiment(name).variants(fast))
+    variants = get_experiment(name).variants(fast)
+    return tuple(variant.config.run_id for variant in (budget.apply(variants) if budget else variants))
 
 
-def experiment_progress(name: str, fast: bool = False) -> dict:
+def experiment_progress(name: str, fast: bool = False, budget=None) -> dict:
     """How far an experiment is: runs finished of all, and the run training now."""
-    run_ids = experiment_run_ids(name, fast)
+    run_ids = experiment_run_ids(name, fast, budget)
     statuses = {run_id: read_status(run_id) for run_id in run_ids}
     done = sum(s.get("status") in FINISHED for s in statuses.values())
     current = next((run_id for run_id, s in statuses.items() if s.get("status") == "running"), None)

@@ -3,7 +3,8 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench import background
-from workbench.experiments import EXPERIMENTS, load_result
+from workbench.errors import ConfigError
+from workbench.experiments import EXPERIMENTS, budget_for, load_result, recipe_budget
 
 st.set_page_config(page_title="Experiments · workbench", layout="wide")
 st.title("Experiments")
@@ -16,15 +17,29 @@ experiment = EXPERIMENTS[name]
 st.markdown(f"{experiment.description}\n\n**Claim** ({experiment.source}): {experiment.claim}  \n"
             f"**Paper**: {experiment.paper_number}  \n**Target at CPU scale**: {experiment.target or '—'}")
 fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
-job = background.find_job("experiment", name, fast)
+recipe = recipe_budget(name, fast)
+with st.expander("Budget: training steps and seeds"):
+    st.caption(f"{'Fast mode' if fast else 'The recipe'} trains {recipe.steps} steps per run on seeds "
+               f"{', '.join(map(str, recipe.seeds))}. Another budget trains its own runs and keeps its result "
+               "apart; REPRODUCTIONS.md reads only the recipe's.")
+    steps = st.number_input("training steps per run", min_value=1, value=recipe.steps, step=max(1, recipe.steps // 4),
+                            key=f"experiments_steps_{name}_{fast}")
+    seeds = st.multiselect("seeds", recipe.seeds, default=recipe.seeds, key=f"experiments_seeds_{name}_{fast}")
+try:
+    budget = budget_for(name, fast, int(steps), tuple(seeds))
+except ConfigError as error:
+    support.show_error(error)
+    st.stop()
+command = " ".join(["workbench experiment run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else []))
+job = background.find_job("experiment", name, fast, budget)
 
 
 @st.fragment(run_every=1.0)
 def watch() -> None:
-    current = background.find_job("experiment", name, fast)
+    current = background.find_job("experiment", name, fast, budget)
     if current is None or not current.alive:
         st.rerun(scope="app")  # finished: show the result, stop polling
-    progress = background.experiment_progress(name, fast)
+    progress = background.experiment_progress(name, fast, budget)
     st.progress(progress["fraction"], text=f"{progress['done']} of {progress['total']} runs finished")
     if progress["current_progress"]:
         run = progress["current_progress"]
@@ -42,20 +57,22 @@ else:
     if st.button("Run", type="primary", key="experiments_run",
                  help="trains every variant in a background process (runs already in the store are reused)"):
         try:
-            background.start_experiment(name, fast)
+            background.start_experiment(name, fast, budget)
             st.rerun()
         except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
             support.show_error(error)
 
-result = load_result(name, fast)
+result = load_result(name, fast, budget)
 if result is None:
-    st.info(f"No result yet for {name}{' (fast)' if fast else ''}: press **Run** "
-            f"(or `workbench experiment run {name}{' --fast' if fast else ''}`).")
+    st.info(f"No result yet for {name}{' (fast)' if fast else ''}{f' on {budget.label}' if budget else ''}: "
+            f"press **Run** (or `{command}`).")
     st.stop()
 st.subheader("Result")
-st.caption(f"{len(result.run_ids)} runs · {result.runtime_s:.0f} s of training")
+st.caption(f"{len(result.run_ids)} runs · {result.runtime_s:.0f} s of training"
+           + (f" · budget: {result.budget}, not the recipe's" if result.budget else ""))
+stem = support.download_name(name, "fast" if fast else "", budget.slug if budget else "")
 try:
-    support.figure_view(result.figure(), "experiments_figure", support.download_name(name, "fast" if fast else ""))
+    support.figure_view(result.figure(), "experiments_figure", stem)
 except Exception as error:  # noqa: BLE001
     support.show_error(error)
 st.dataframe(result.table, hide_index=True, key="experiments_table")

@@ -81,9 +81,10 @@ def results_root() -> Path:
 
 @dataclass(frozen=True)
 class Budget:
-    """A smaller budget for a recipe: fewer training steps and/or a subset of its seeds. The same
-    analysis runs on it; its result is cached apart from the recipe's, and REPRODUCTIONS.md never
-    reads it. Notebooks use it to fit their full mode into minutes; `--steps`/`--seeds` in the CLI."""
+    """Another budget for a recipe: more or fewer training steps and/or a subset of its seeds. The
+    same analysis runs on it; its result is cached apart from the recipe's, and REPRODUCTIONS.md never
+    reads it. Notebooks use it to fit their full mode into minutes; `--steps`/`--seeds` in the CLI, the
+    budget fields on the dashboard's Experiments page."""
 
     steps: int | None = None
     seeds: tuple[int, ...] | None = None
@@ -100,13 +101,24 @@ class Budget:
                 ([f"seeds {','.join(map(str, self.seeds))}"] if self.seeds is not None else [])
         return ", ".join(parts)
 
+    @property
+    def slug(self) -> str:
+        """The label as part of a file name: "1500steps-seeds0_1"."""
+        return self.label.replace(", ", "-").replace(" ", "").replace(",", "_")
+
+    @property
+    def cli_args(self) -> list[str]:
+        """The same budget as `workbench experiment run` flags."""
+        return ((["--steps", str(self.steps)] if self.steps else [])
+                + (["--seeds", ",".join(map(str, self.seeds))] if self.seeds is not None else []))
+
     def apply(self, variants: list[Variant]) -> list[Variant]:
         if self.seeds is not None:
-            known = sorted({v.labels.get("seed", v.config.train.seed) for v in variants})
+            known = sorted({_seed(v) for v in variants})
             for seed in self.seeds:
                 if seed not in known:
                     raise ConfigError("seeds", seed, choices=[str(k) for k in known])
-            variants = [v for v in variants if v.labels.get("seed", v.config.train.seed) in self.seeds]
+            variants = [v for v in variants if _seed(v) in self.seeds]
         if self.steps is not None:
             variants = [Variant(self._with_steps(v.config), v.labels) for v in variants]
         return variants
@@ -118,10 +130,30 @@ class Budget:
                                  "train.eval_every": min(config.train.eval_every, self.steps)})
 
 
+def _seed(variant: Variant) -> int:
+    return variant.labels.get("seed", variant.config.train.seed)
+
+
+def recipe_budget(name: str, fast: bool = False) -> Budget:
+    """The recipe's own budget: its longest run's steps and all of its seeds."""
+    variants = get_experiment(name).variants(fast)
+    return Budget(max(v.config.train.steps for v in variants), tuple(sorted({_seed(v) for v in variants})))
+
+
+def budget_for(name: str, fast: bool, steps: int | None, seeds: tuple[int, ...] | None) -> Budget | None:
+    """The budget that asks for these steps and seeds, keeping only what differs from the recipe's
+    (None: the recipe itself, whose result REPRODUCTIONS.md reads)."""
+    asked = Budget(steps, tuple(sorted(seeds)) if seeds is not None else None)  # refuses 0 steps, no seeds
+    recipe = recipe_budget(name, fast)
+    changed = Budget(asked.steps if asked.steps != recipe.steps else None,
+                     asked.seeds if asked.seeds != recipe.seeds else None)
+    return changed if changed.label else None
+
+
 def result_folder(name: str, fast: bool, budget: Budget | None = None) -> Path:
     folder = f"{name}-fast" if fast else name
     if budget is not None and budget.label:
-        folder += "-" + budget.label.replace(", ", "-").replace(" ", "").replace(",", "_")
+        folder += "-" + budget.slug
     return results_root() / folder
 
 
