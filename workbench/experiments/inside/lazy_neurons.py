@@ -222,6 +222,32 @@ at width 32, 0.012 at 128 and 0.005 at 512 (about 1/sqrt(width)), and how far a 
 goes with where it started (correlation 0.58 over its 13 runs). The one run that did not fall started
 from the lowest.
 
+Does the density stop falling at 4000 steps? The recipe's seeds 0-2 trained 20,000 steps instead
+(`workbench experiment run lazy-neurons --steps 20000`; the cosine schedule stretches with the
+budget), measured after the verdict above:
+
+| seed | width 32 | width 128 | width 512 | random labels (128) |
+|---|---|---|---|---|
+| 0 | 0.49 -> 0.42 (100%) | 0.52 -> 0.30 (100%) | 0.51 -> 0.26 (100%) | 0.52 -> 0.31 |
+| 1 | 0.50 -> 0.43 (60%) | 0.50 -> 0.32 (100%) | 0.51 -> 0.27 (100%) | 0.50 -> 0.29 |
+| 2 | 0.46 -> 0.39 (100%) | 0.51 -> 0.34 (100%) | 0.50 -> 0.27 (100%) | 0.51 -> 0.26 |
+
+(density at init -> end, mean over layers; exact match at the end.) Every run falls, each seed is in
+width order, and the verdict's rule holds: "reproduced". The flat run of seed 2 falls to 0.39. At 4000
+steps it had already learned the task (exact match 99.8%, loss 0.0024), so it was not unfinished in
+that sense. Its density falls afterwards, while the loss goes on towards zero (2.6e-8 at 20,000
+steps). A probe every 1000 steps shows where: 0.456 at step 0, 0.409 at 4000, 0.383 at 10,000, then
+level (0.386 at 20,000). In the 4000-step recipe the learning rate has decayed by step 4000; in the
+longer schedule it has not. At 4000 steps, 3 of the 9 true-label runs had not learned the task
+(exact match 58% for width 32 and 49% for width 512 on seed 1, 97% for width 128 on seed 2). At
+20,000 steps only width 32 on seed 1 still falls short (60%).
+
+We saw this before deciding anything, so seeds 0-2 at 20,000 steps cannot test a longer recipe. The
+rule for one, fixed before the runs it names were trained: train the recipe at 20,000 steps on six
+fresh seeds, 13 to 18 (none trained at any budget). The recipe moves to 20,000 steps only if, on those
+seeds, every run's density falls and the median width order holds (the verdict's own rule, on twice the
+seeds). Otherwise it stays at 4000 steps with its verdict.
+
 Pilot at 4000 steps, seeds 3-5 (outside the cache), density at init -> end, mean over layers, and exact
 match at the end:
 
