@@ -52,7 +52,8 @@ class Job:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}-{self.name}" + ("-fast" if self.fast else "") + (f"-{self.budget.slug}" if self.budget else "")
+        budget = self.budget
+        return f"{self.kind}-{self.name}" + ("-fast" if self.fast else "") + (f"-{budget.slug}" if budget else "")
 
     @property
     def alive(self) -> bool:

@@ -30,7 +30,8 @@ try:
 except ConfigError as error:
     support.show_error(error)
     st.stop()
-command = " ".join(["workbench experiment run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else []))
+command = " ".join(["workbench experiment run", name] + (["--fast"] if fast else [])
+                   + (budget.cli_args if budget else []))
 job = background.find_job("experiment", name, fast, budget)
 
 
