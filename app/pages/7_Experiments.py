@@ -19,8 +19,9 @@ st.markdown(f"{experiment.description}\n\n**Claim** ({experiment.source}): {expe
 fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
 recipe = recipe_budget(name, fast)
 with st.expander("Budget: training steps and seeds"):
-    st.caption(f"{'Fast mode' if fast else 'The recipe'} trains {recipe.steps} steps per run on seeds "
-               f"{', '.join(map(str, recipe.seeds))}. Another budget trains its own runs and keeps its result "
+    st.caption(f"{'Fast mode' if fast else 'The recipe'} trains {recipe.steps} steps per run on seed"
+               f"{'s' if len(recipe.seeds) > 1 else ''} {', '.join(map(str, recipe.seeds))}. "
+               "Another budget trains its own runs and keeps its result "
                "apart; REPRODUCTIONS.md reads only the recipe's.")
     steps = st.number_input("training steps per run", min_value=1, value=recipe.steps, step=max(1, recipe.steps // 4),
                             key=f"experiments_steps_{name}_{fast}")
