@@ -41,19 +41,19 @@ def test_cli_budget_flags_give_one_clear_line(capsys):
 def test_budget_for_keeps_only_what_differs_from_the_recipe():
     recipe = recipe_budget("lazy-neurons")
     assert recipe == Budget(20000, (0, 1, 2))
-    assert budget_for("lazy-neurons", False, 20000, (2, 0, 1)) is None, "the recipe itself"
-    assert budget_for("lazy-neurons", False, 4000, (0, 1, 2)) == Budget(steps=4000)
-    assert budget_for("lazy-neurons", False, 20000, (2,)) == Budget(seeds=(2,))
-    assert budget_for("lazy-neurons", True, 16, None) is None, "fast mode compares with its own budget"
+    assert budget_for(recipe, 20000, (2, 0, 1)) is None, "the recipe itself"
+    assert budget_for(recipe, 4000, (0, 1, 2)) == Budget(steps=4000)
+    assert budget_for(recipe, 20000, (2,)) == Budget(seeds=(2,))
+    assert budget_for(recipe_budget("lazy-neurons", True), 16, None) is None, "fast mode has its own budget"
     assert Budget(20000, (0, 2)).cli_args == ["--steps", "20000", "--seeds", "0,2"]
     with pytest.raises(ConfigError, match="seeds"):
-        budget_for("lazy-neurons", False, 20000, ())
+        budget_for(recipe, 20000, ())
 
 
 def test_an_experiment_runs_in_the_background_on_another_budget(data_dir):
     from workbench import background
 
-    budget = budget_for("lazy-neurons", True, 4, None)
+    budget = budget_for(recipe_budget("lazy-neurons", True), 4, None)
     job = background.start_experiment("lazy-neurons", fast=True, budget=budget)
     assert job.command[-2:] == ["--steps", "4"] and job.key.endswith("-fast-4steps")
     assert background.find_job("experiment", "lazy-neurons", True) is None, "the recipe's own job is another"

@@ -117,13 +117,13 @@ def start_training(config, label: str = "") -> Job:
 
 def start_experiment(name: str, fast: bool = False, budget=None) -> Job:
     """Run a named experiment in a background process, on the recipe's budget or on `budget`."""
-    from .experiments import get_experiment
+    from .experiments import get_experiment, run_command
 
     recipe = get_experiment(name)  # an unknown name is refused here, not in the background
     if budget is not None:
         budget.apply(recipe.variants(fast))  # so is a seed the recipe lacks
-    command = [sys.executable, "-m", "workbench", "experiment", "run", name] + (["--fast"] if fast else [])
-    return _launch("experiment", name, command + (budget.cli_args if budget else []), fast, budget)
+    command = [sys.executable, "-m", "workbench", *run_command(name, fast, budget)]
+    return _launch("experiment", name, command, fast, budget)
 
 
 def jobs(kind: str | None = None) -> list[Job]:

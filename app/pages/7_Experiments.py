@@ -4,7 +4,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench import background
 from workbench.errors import ConfigError
-from workbench.experiments import EXPERIMENTS, budget_for, load_result, recipe_budget
+from workbench.experiments import EXPERIMENTS, budget_for, load_result, recipe_budget, run_command
 
 st.set_page_config(page_title="Experiments · workbench", layout="wide")
 st.title("Experiments")
@@ -27,12 +27,11 @@ with st.expander("Budget: training steps and seeds"):
                             key=f"experiments_steps_{name}_{fast}")
     seeds = st.multiselect("seeds", recipe.seeds, default=recipe.seeds, key=f"experiments_seeds_{name}_{fast}")
 try:
-    budget = budget_for(name, fast, int(steps), tuple(seeds))
+    budget = budget_for(recipe, int(steps), tuple(seeds))
 except ConfigError as error:
     support.show_error(error)
     st.stop()
-command = " ".join(["workbench experiment run", name] + (["--fast"] if fast else [])
-                   + (budget.cli_args if budget else []))
+command = " ".join(["workbench", *run_command(name, fast, budget)])
 job = background.find_job("experiment", name, fast, budget)
 
 

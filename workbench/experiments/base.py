@@ -140,14 +140,18 @@ def recipe_budget(name: str, fast: bool = False) -> Budget:
     return Budget(max(v.config.train.steps for v in variants), tuple(sorted({_seed(v) for v in variants})))
 
 
-def budget_for(name: str, fast: bool, steps: int | None, seeds: tuple[int, ...] | None) -> Budget | None:
-    """The budget that asks for these steps and seeds, keeping only what differs from the recipe's
-    (None: the recipe itself, whose result REPRODUCTIONS.md reads)."""
+def budget_for(recipe: Budget, steps: int | None, seeds: tuple[int, ...] | None) -> Budget | None:
+    """The budget that asks for these steps and seeds, keeping only what differs from `recipe` (the
+    recipe's own, from recipe_budget); None: the recipe itself, whose result REPRODUCTIONS.md reads."""
     asked = Budget(steps, tuple(sorted(seeds)) if seeds is not None else None)  # refuses 0 steps, no seeds
-    recipe = recipe_budget(name, fast)
     changed = Budget(asked.steps if asked.steps != recipe.steps else None,
                      asked.seeds if asked.seeds != recipe.seeds else None)
     return changed if changed.label else None
+
+
+def run_command(name: str, fast: bool = False, budget: Budget | None = None) -> list[str]:
+    """The `workbench` arguments that run this experiment on this budget."""
+    return ["experiment", "run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else [])
 
 
 def result_folder(name: str, fast: bool, budget: Budget | None = None) -> Path:
