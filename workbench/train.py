@@ -101,10 +101,12 @@ def load_checkpoint(run: Run, state: TrainingState) -> None:
 
 
 # --- the loop -------------------------------------------------------------------------------------
-def train(config: RunConfig, progress: bool = True, label: str = "", root=None) -> Run:
+def train(config: RunConfig, progress: bool = True, label: str = "", root=None, stop_after: int | None = None) -> Run:
     """Train `config` (or return the stored identical run). Ctrl-C leaves a resumable run.
 
-    root: the store folder (default: WORKBENCH_DATA or ./data/runs)."""
+    root: the store folder (default: WORKBENCH_DATA or ./data/runs). stop_after: stop at the end of
+    this step and leave the run resumable (status "interrupted"), with the config and its learning-rate
+    schedule unchanged; the canaries of experiments/canary.py use it."""
     run = Run(run_path(config.run_id, root))
     status = run.status()
     if status.get("status") in FINISHED:
@@ -124,6 +126,7 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None) 
     started = time.time()
     elapsed_before = float(status.get("elapsed_s", 0.0)) if rows else 0.0
     loop = _Loop(config, task, state, run, rows, started, elapsed_before, progress)
+    loop.stop_after = stop_after
     try:  # "running" is written inside the try, so an interrupt that follows it is always saved
         run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
                          created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
@@ -174,6 +177,7 @@ class _Loop:
         self.last_status = 0.0
         self.last_loss = float("nan")
         self.stop_requested = False
+        self.stop_after: int | None = None
         self.batches = BatchStream(self.draw, state.data)
 
     def draw(self, generator: torch.Generator):
@@ -246,6 +250,10 @@ class _Loop:
             if self.stop_requested:
                 bar.close()
                 raise KeyboardInterrupt
+            if self.stop_after is not None and self.stop_after <= state.step < c.train.steps:
+                bar.close()
+                self.save(status="interrupted")
+                return self.run_
         bar.close()
         return self.finish()
 

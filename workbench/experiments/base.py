@@ -1,14 +1,13 @@
-"""Named experiments: a list of RunConfigs plus the analysis that turns their runs into a table,
-a summary and a figure.
+"""Named experiments: a list of RunConfigs plus the analysis that turns their runs into a table, a
+summary, a verdict for each claim and a figure.
 
-Runs are cached by the run store (an identical config is never retrained), and the analysed
-result is cached under <store>/.experiments/<name>/ (a dot-folder the run listing skips) so the report and the dashboard can read it
-without touching the models. `fast=True` is the smaller budget the tests and notebooks use;
-it runs the same code path.
+Runs are cached by the run store (an identical config is never retrained). The recipe's own result is
+written to data/results/NAME.json (shipped; REPRODUCTIONS.md is rendered from those files), other
+budgets' results to the run store's cache (results.py). `fast=True` is the smaller budget the tests
+and notebooks use; it runs the same code path.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,10 @@ import pandas as pd
 
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..store import Run, atomic_save, atomic_write_json, data_root
+from ..store import Run
+from . import results
+from .results import ExperimentResult
+from .verdicts import Claim, Outcome, UntestedClaim
 
 
 @dataclass
@@ -30,35 +32,40 @@ class Variant:
 
 
 @dataclass
-class ExperimentResult:
-    name: str
-    table: pd.DataFrame  # one row per (variant, measurement): tidy
-    summary: dict  # the headline numbers and verdicts, JSON-serializable
-    run_ids: list[str] = field(default_factory=list)
-    runtime_s: float = 0.0  # the runs' training time summed (one core's work) plus the analysis
-    fast: bool = False
-    wall_s: float | None = None  # wall time of the call that last trained runs (None: all came cached)
-    workers: int = 1  # runs trained side by side in that call
-    budget: str = ""  # "" for the recipe's own budget, else e.g. "1500 steps, seeds 0" (see Budget)
-
-    def figure(self):
-        return EXPERIMENTS[self.name].figure(self)
-
-
-@dataclass
 class Experiment:
+    """A named recipe. Its claims are the rows of REPRODUCTIONS.md: each names the exact claim the
+    runs test and the rule, written before the runs, that decides its verdict from the summary.
+    Its notes (pilots, diagnostics) live in notes/NAME.md beside this file."""
+
     name: str
     description: str
-    claim: str  # the paper's claim, quoted or paraphrased, with its source
-    source: str  # e.g. "seed 000 #3 (Cho et al. 2024)"
-    paper_number: str
     variants: Callable[[bool], list[Variant]]  # fast -> variants
     analyze: Callable[[list[tuple[Variant, Run]], bool], tuple[pd.DataFrame, dict]]
     figure: Callable[[ExperimentResult], object]
-    target: str = ""  # the CPU-scale target from RESEARCH.md
-    notes: str = ""  # markdown: pilots and diagnostics beside the recipe, printed in REPRODUCTIONS.md
+    claims: list[Claim]
+    untested: list[UntestedClaim] = field(default_factory=list)  # the papers' claims these runs do not test
+
+    def __post_init__(self):
+        keys = [claim.key for claim in self.claims]
+        if not keys or len(set(keys)) != len(keys):
+            raise ValueError(f"experiment {self.name!r} needs claims with distinct keys, got {keys}")
+
+    @property
+    def notes(self) -> str:
+        path = NOTES / f"{self.name}.md"
+        return path.read_text() if path.exists() else ""
+
+    @property
+    def references(self) -> list[str]:
+        keys = [key for claim in self.claims for key in claim.references]
+        keys += [key for claim in self.untested for key in claim.references]
+        return list(dict.fromkeys(keys))
+
+    def decide(self, summary: dict) -> dict[str, Outcome]:
+        return {claim.key: claim.decide(summary) for claim in self.claims}
 
 
+NOTES = Path(__file__).parent / "notes"
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
@@ -73,10 +80,6 @@ def get_experiment(name: str) -> Experiment:
     if name not in EXPERIMENTS:
         raise ConfigError("experiment", name, choices=sorted(EXPERIMENTS))
     return EXPERIMENTS[name]
-
-
-def results_root() -> Path:
-    return data_root() / ".experiments"
 
 
 @dataclass(frozen=True)
@@ -154,21 +157,27 @@ def run_command(name: str, fast: bool = False, budget: Budget | None = None) -> 
     return ["experiment", "run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else [])
 
 
-def result_folder(name: str, fast: bool, budget: Budget | None = None) -> Path:
+def result_path(name: str, fast: bool, budget: Budget | None = None) -> Path:
+    """The recipe's own result is shipped in data/results/; fast and other-budget results are cached
+    in the run store."""
+    if not fast and (budget is None or not budget.label):
+        return results.shipped_path(name)
     folder = f"{name}-fast" if fast else name
     if budget is not None and budget.label:
         folder += "-" + budget.slug
-    return results_root() / folder
+    return results.cache_root() / folder / "result.json"
 
 
 def run_experiment(name: str, fast: bool = False, progress: bool = True, workers: int | None = None,
                    on_done: Callable[[int, int, Variant], None] | None = None,
                    budget: Budget | None = None) -> ExperimentResult:
-    """Train (or fetch) every variant, analyse, cache and return the result.
+    """Train (or fetch) every variant, analyse, decide each claim's verdict, save and return the result.
 
     The variants train side by side, one process per core (workbench.parallel); workers=1 trains
     them one after another in this process. The fast mode always uses one worker: its runs are
-    shorter than a process takes to start. on_done(index, total, variant) follows each run."""
+    shorter than a process takes to start. on_done(index, total, variant) follows each run. The
+    recipe's own result (not fast, no budget) also gets its provenance and canary, and is written to
+    data/results/ for REPRODUCTIONS.md."""
     from ..parallel import train_many
 
     experiment = get_experiment(name)
@@ -186,32 +195,46 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     # plus the analysis, not the seconds this call happened to take; the wall time is kept beside
     # it when this call trained something.
     training = sum(float(run.status().get("elapsed_s") or 0.0) for _, run in finished)
-    previous = load_result(name, fast, budget)
+    path = result_path(name, fast, budget)
+    previous = results.read(path)
     trained_now = trained > 0.05 * training
-    result = ExperimentResult(name, table, summary, [run.run_id for _, run in finished],
-                              runtime_s=round(training + analysis, 1), fast=fast,
-                              wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
-                              workers=runs.workers if trained_now else previous.workers if previous else 1,
-                              budget=budget.label if budget else "")
-    save_result(result, budget)
+    result = ExperimentResult(
+        name, table, summary, [run.run_id for _, run in finished], runtime_s=round(training + analysis, 1), fast=fast,
+        wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
+        workers=runs.workers if trained_now else previous.workers if previous else 1,
+        budget=budget.label if budget else "", outcomes=experiment.decide(summary),
+        runs=[{"run_id": run.run_id, "labels": variant.labels, "status": run.status().get("status"),
+               "elapsed_s": run.status().get("elapsed_s"), "config": variant.config.to_dict()}
+              for variant, run in finished])
+    if path.parent == results.shipped_root():
+        result.provenance, result.canary = _provenance(result, finished, training, analysis)
+    results.write(path, result)
     return result
 
 
-def save_result(result: ExperimentResult, budget: Budget | None = None) -> None:
-    folder = result_folder(result.name, result.fast, budget)
-    runtime = result.runtime_s
-    atomic_save(folder / "table.parquet", lambda tmp: result.table.to_parquet(tmp, index=False))
-    atomic_write_json(folder / "result.json", {"name": result.name, "summary": result.summary, "run_ids": result.run_ids,
-                                               "runtime_s": runtime, "fast": result.fast,
-                                               "wall_s": result.wall_s, "workers": result.workers,
-                                               "budget": result.budget})
+def _provenance(result: ExperimentResult, finished, training: float, analysis: float) -> tuple[dict, dict]:
+    """Where and how the shipped result was made, and its canary, checked against the stored first run:
+    a stored run made by other arithmetic (an older version of the code) is refused, not reused."""
+    import os
+
+    from .canary import compute_canary, machine, matches_stored_run
+
+    variant, run = finished[0]
+    canary = compute_canary(variant.config)
+    agrees, detail = matches_stored_run(canary, run)
+    if not agrees:
+        raise ConfigError("run store", str(run.path),
+                          f"its first run was trained by other arithmetic than this code ({detail}); "
+                          "train the recipe in a fresh store (WORKBENCH_DATA) to make a shipped result")
+    provenance = {**results.git_commit(), "machine": machine(), "cores": os.cpu_count(),
+                  "cpu_s": round(training, 1), "analysis_s": round(analysis, 1), "seeds": _seeds_of(finished),
+                  "created": time.strftime("%Y-%m-%d")}
+    return provenance, canary
+
+
+def _seeds_of(finished) -> list[int]:
+    return sorted({_seed(variant) for variant, _ in finished})
 
 
 def load_result(name: str, fast: bool = False, budget: Budget | None = None) -> ExperimentResult | None:
-    folder = result_folder(name, fast, budget)
-    if not (folder / "result.json").exists():
-        return None
-    meta = json.loads((folder / "result.json").read_text())
-    return ExperimentResult(name, pd.read_parquet(folder / "table.parquet"), meta["summary"], meta["run_ids"],
-                            meta["runtime_s"], meta["fast"], meta.get("wall_s"), meta.get("workers", 1),
-                            meta.get("budget", ""))
+    return results.read(result_path(name, fast, budget))

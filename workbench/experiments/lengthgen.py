@@ -1,5 +1,10 @@
-"""Length-generalization experiments: positional encodings x seeds trained on short inputs and
-evaluated on a grid of longer ones (seeds 000 #3, #1, #7; 004 #45, #103, #163, #203)."""
+"""Length-generalization experiments: positional encodings x seeds trained on short inputs and evaluated
+on a grid of longer ones, and the claims their runs test.
+
+Every claim is judged per seed on exact match at fixed test lengths. A baseline (learned positions,
+NoPE) counts only where it fits its training lengths (>= 95% exact match at the longest trained length):
+failing beyond them says nothing about length generalization if it never learned the task.
+"""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,9 +13,7 @@ from ..config import RunConfig
 from ..figures.builders import length_curve
 from ..reports import length_table
 from .base import Experiment, ExperimentResult, Variant, register_experiment
-
-
-FITS = 0.5  # exact match at the longest trained length below which a baseline has not learned the task
+from .verdicts import FITS, Claim, Outcome, by_seeds, percent
 
 
 def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
@@ -29,53 +32,107 @@ def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_step
     return make
 
 
-def _analyze(train_max: int, check_length: int, target_pos: str, target: float, baseline_max: float,
-             baseline_beyond: int, baselines: tuple[str, ...], also_report: tuple[str, ...]):
+def _analyze(train_max: int, headline_length: int):
     def analyze(finished, fast):
-        rows = []
-        for variant, run in finished:
-            for length, value in length_table(run.metrics()).items():
-                rows.append({**variant.labels, "length": length, "exact_match": value})
+        rows = [{**variant.labels, "length": length, "exact_match": value}
+                for variant, run in finished for length, value in length_table(run.metrics()).items()]
         table = pd.DataFrame(rows)
-        medians = table.groupby(["pos", "length"])["exact_match"].median().unstack("pos")
-        summary = {"train_max": train_max, "medians": {str(k): {p: round(float(v), 4) for p, v in row.items()}
-                                                        for k, row in medians.iterrows()}}
-        parts = []
-        for name in (target_pos, *also_report):  # the whole curve past the training range, not only one point
-            if name in medians:
-                beyond_training = medians[name][medians.index > train_max]
-                parts.append(f"{name}: " + ", ".join(f"{v:.0%} at {k}" for k, v in beyond_training.items()))
-                if check_length in medians.index:
-                    summary[f"{name}_at_{check_length}"] = float(medians.loc[check_length, name])
-        if f"{target_pos}_at_{check_length}" in summary:
-            summary["target_met"] = bool(summary[f"{target_pos}_at_{check_length}"] >= target)
-        if "target_met" in summary and also_report:  # the verdict names the encoding it judged
-            beside = [f"{name} {summary[f'{name}_at_{check_length}']:.0%}" for name in also_report
-                      if f"{name}_at_{check_length}" in summary]
-            summary["verdict_note"] = f"judged on {target_pos}" + (f"; at {check_length}: " + ", ".join(beside)
-                                                                   if beside else "")
-        for name in baselines:
-            if name in medians:
-                beyond = medians[name][medians.index > baseline_beyond]
-                best = float(beyond.max()) if len(beyond) else None
-                summary[f"{name}_max_beyond_{baseline_beyond}"] = best
-                summary[f"{name}_below_{baseline_max}"] = bool(best is None or best <= baseline_max)
-                if best is not None:
-                    parts.append(f"{name} at most {best:.0%} beyond {baseline_beyond}")
-        if train_max in medians.index:  # a baseline that never fit the trained lengths proves nothing beyond them
-            fit = {name: float(medians.loc[train_max, name]) for name in medians.columns}
-            summary[f"at_{train_max}"] = {name: round(value, 4) for name, value in fit.items()}
-            unfit = [name for name in baselines if name in fit and fit[name] < FITS]
-            if unfit:
-                note = ("not fitted in training: " + ", ".join(f"{name} {fit[name]:.0%}" for name in unfit)
-                        + f" at {train_max}")
-                parts.append(note)
-                summary["verdict_note"] = "; ".join(filter(None, [summary.get("verdict_note"), note]))
-        seeds = table.groupby("pos")["seed"].nunique().min()
-        summary["headline"] = "; ".join(p for p in parts if p) + f" (median of {seeds} seed{'s' if seeds > 1 else ''})"
+        curves: dict[str, dict[str, dict[str, float]]] = {}  # pos -> seed -> length -> exact match
+        for row in rows:
+            curves.setdefault(row["pos"], {}).setdefault(str(row["seed"]), {})[str(row["length"])] = round(
+                float(row["exact_match"]), 4)
+        summary = {"train_max": train_max, "exact_match": curves, "headline": _headline(curves, train_max,
+                                                                                           headline_length)}
         return table, summary
 
     return analyze
+
+
+def _headline(curves: dict, train_max: int, length: int) -> str:
+    """Each encoding's exact match at the training length and at `length`, every seed."""
+    parts = []
+    for pos, seeds in curves.items():
+        at = lambda n: "/".join(percent(seeds[s].get(str(n))) for s in sorted(seeds))  # noqa: E731
+        parts.append(f"{pos} {at(train_max)} at {train_max}, {at(length)} at {length}")
+    return "; ".join(parts) + " (seeds " + ",".join(sorted({s for seeds in curves.values() for s in seeds})) + ")"
+
+
+# --- what a claim tests -------------------------------------------------------------------------------
+def _at(summary: dict, pos: str, seed: str, length: int):
+    return summary.get("exact_match", {}).get(pos, {}).get(seed, {}).get(str(length))
+
+
+def _beyond(summary: dict, pos: str, seed: str, beyond: int) -> float | None:
+    curve = summary.get("exact_match", {}).get(pos, {}).get(seed, {})
+    values = [v for k, v in curve.items() if int(k) > beyond]
+    return max(values) if values else None
+
+
+def _baseline(summary: dict, baseline: str, seed: str, beyond: int, at_most: float) -> tuple[bool | None, str]:
+    """(True: fits and fails beyond / False: generalizes / None: never fit, cannot tell), and its numbers."""
+    train_max = summary["train_max"]
+    fit, best = _at(summary, baseline, seed, train_max), _beyond(summary, baseline, seed, beyond)
+    if fit is None or best is None:
+        return None, f"{baseline} not measured"
+    text = f"{baseline} {percent(fit)} at {train_max}, at most {percent(best)} beyond {beyond}"
+    if fit < FITS:
+        return None, text + " (did not fit)"
+    return best <= at_most, text
+
+
+def reaches(pos: str, length: int, at_least: float, text: str, references: tuple[str, ...], paper_number: str,
+            method: str = "paper", key: str | None = None, offset_note: str = "") -> Claim:
+    """Per seed: `pos` reaches `at_least` exact match at `length`."""
+    def decide(summary: dict) -> Outcome:
+        seeds = summary.get("exact_match", {}).get(pos, {})
+        values = {seed: _at(summary, pos, seed, length) for seed in seeds}
+        values = {int(seed): v for seed, v in values.items() if v is not None}
+        return by_seeds({seed: v >= at_least for seed, v in values.items()},
+                        {seed: f"{pos} {percent(v)} at {length}" for seed, v in values.items()})
+
+    rule = (f"per seed: `{pos}` reaches >= {at_least:.0%} exact match at length {length}{offset_note}; then the "
+            "shared rule over >= 3 seeds")
+    return Claim(key or pos, text, references, paper_number, method, rule, decide)
+
+
+def beats(pos: str, length: int, at_least: float, baseline: str, beyond: int, at_most: float, text: str,
+          references: tuple[str, ...], paper_number: str, method: str = "paper", key: str | None = None) -> Claim:
+    """Per seed: `pos` reaches `at_least` at `length` while `baseline`, fitted to the training lengths,
+    stays at or below `at_most` beyond `beyond`. A seed whose baseline never fit cannot tell."""
+    def decide(summary: dict) -> Outcome:
+        passed, numbers = {}, {}
+        for seed in summary.get("exact_match", {}).get(pos, {}):
+            value = _at(summary, pos, seed, length)
+            if value is None:
+                continue
+            baseline_ok, baseline_text = _baseline(summary, baseline, seed, beyond, at_most)
+            numbers[int(seed)] = f"{pos} {percent(value)} at {length}; {baseline_text}"
+            passed[int(seed)] = False if value < at_least else baseline_ok
+        return by_seeds(passed, numbers, undecided=f"{baseline} did not fit the training lengths (>= {FITS:.0%})")
+
+    rule = (f"per seed: `{pos}` reaches >= {at_least:.0%} exact match at length {length}, and `{baseline}` fits the "
+            f"training lengths (>= {FITS:.0%} at the longest) and stays <= {at_most:.0%} beyond {beyond}; a seed "
+            f"where `{pos}` reaches it but `{baseline}` never fit cannot tell; then the shared rule over >= 3 seeds")
+    return Claim(key or f"{pos}-beats-{baseline}", text, references, paper_number, method, rule, decide)
+
+
+def baselines_fail(baselines: tuple[str, ...], beyond: int, at_most: float, text: str, references: tuple[str, ...],
+                   paper_number: str, key: str = "baselines") -> Claim:
+    """Per seed: every baseline fits the training lengths and stays at or below `at_most` beyond `beyond`."""
+    def decide(summary: dict) -> Outcome:
+        seeds = sorted({seed for b in baselines for seed in summary.get("exact_match", {}).get(b, {})}, key=int)
+        passed, numbers = {}, {}
+        for seed in seeds:
+            results = [_baseline(summary, b, seed, beyond, at_most) for b in baselines]
+            verdicts = [ok for ok, _ in results]
+            passed[int(seed)] = None if None in verdicts else all(verdicts)
+            numbers[int(seed)] = "; ".join(text for _, text in results)
+        return by_seeds(passed, numbers, undecided="a baseline did not fit the training lengths")
+
+    rule = (f"per seed: each of {', '.join(f'`{b}`' for b in baselines)} fits the training lengths (>= {FITS:.0%} "
+            f"at the longest) and stays <= {at_most:.0%} beyond {beyond}; a seed with a baseline that never fit "
+            "cannot tell; then the shared rule over >= 3 seeds")
+    return Claim(key, text, references, paper_number, "paper", rule, decide)
 
 
 def _figure(result: ExperimentResult):
@@ -84,14 +141,8 @@ def _figure(result: ExperimentResult):
 
 
 def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,
-              claim, source, paper_number, target_text, check_length, target_pos="coupling", target=0.9,
-              baselines=("learned", "nope"), baseline_max=0.1, baseline_beyond=None, seeds=(0, 1),
-              fast_encodings=None, notes="", also_report=()):
-    """also_report: encodings whose curve the headline gives beside the target's (not judged)."""
+              claims: list[Claim], headline_length: int, seeds=(0, 1, 2), fast_encodings=None, untested=()):
     return register_experiment(Experiment(
-        name=name, description=description, claim=claim, source=source, paper_number=paper_number,
-        target=target_text, notes=notes,
+        name=name, description=description,
         variants=_variants(task_overrides, encodings, list(seeds), lengths, model, steps, fast_steps, fast_encodings),
-        analyze=_analyze(train_max, check_length, target_pos, target, baseline_max,
-                         baseline_beyond or int(train_max * 1.5), baselines, tuple(also_report)),
-        figure=_figure))
+        analyze=_analyze(train_max, headline_length), figure=_figure, claims=list(claims), untested=list(untested)))

@@ -1,53 +1,46 @@
-"""REPRODUCTIONS.md: for each named experiment, the paper's claim and number beside what the
-workbench reproduces at CPU scale (median and spread over seeds), its config and runtime."""
+"""REPRODUCTIONS.md, rendered from the shipped result files in data/results/ alone (never from an
+earlier REPRODUCTIONS.md), and `--check`, which tests that every shipped result still describes what
+the code computes.
+"""
 from __future__ import annotations
 
-import json
-import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from .base import EXPERIMENTS, load_result
+from ..config import RunConfig
+from .base import EXPERIMENTS, Experiment, load_result
+from .references import REFERENCES, cite
+from .results import ExperimentResult, shipped_root
+from .verdicts import FITS, MIN_SEEDS, NOT_TESTED
 
-HEADER = """# Reproductions at CPU scale
+HEADER = f"""# Reproductions at CPU scale
 
-Written by `workbench experiment report` from the cached results of `workbench experiment run NAME`.
-Each row sets a paper's claim beside what the workbench measured on a 2-core CPU in minutes. Where the
-small-scale result disagrees with the paper, the verdict says so; thresholds were fixed from
-RESEARCH.md before the runs, never tuned to agree. The runtime is the runs' own training time plus
-the analysis, one thread per run (what one core spends); beside it, the wall time of the call that
-trained them with its runs side by side (`workbench experiment run` uses one process per core). On a
-machine busy with other work both are upper bounds.
+Rendered by `workbench experiment report` from the result files in `data/results/` alone, one per
+named experiment, written by `workbench experiment run NAME`. Deleting this file and running the command
+again gives the same bytes. Each result file holds the runs' configs, the per-seed numbers, each
+claim's verdict, the training and wall time, the versions, the machine, the git commit, and a
+*canary*: the exact metrics of the first steps of its first run. `workbench experiment report --check`
+recomputes every canary and exits 1 if a row describes arithmetic the code no longer does (`make
+test` runs it).
+
+**How to read a row.** A row tests one stated claim with the runs of one experiment. Where we changed
+the paper's method, the paper's method as published has its own row. The verdict is one of
+*reproduced* (the rule holds on every seed that can tell), *partly reproduced* (on some),
+*not reproduced* (on none), *inconclusive* (fewer than {MIN_SEEDS} seeds can tell, e.g. a baseline that
+does not fit its training lengths, >= {FITS:.0%} exact match, cannot be beaten) and *not tested*. It is
+decided by the rule printed beside it, in code written before the runs
+(`workbench/experiments/`); the numbers each seed gave are always shown. Runtime: the runs' own
+training time plus the analysis on one thread per run (one core's work); beside it, the wall time of
+the call that trained them side by side.
 """
-
-
-# Phenomena of shared/RESEARCH.md that no named experiment measures yet: listed so the table is
-# honest about its coverage (each can be explored by hand with the options named).
-NOT_YET_EXPERIMENTS = [
-    ("Data format (reversed vs plain answers) and seed variance in addition", "seed 004 #45",
-     "task.reverse_answer=false on addition; seed bands on every length curve"),
-    ("Abacus embeddings", "McLeish et al. 2024", "model.pos=abacus (notebook 02 trains it)"),
-    ("FIRE relative positions", "seed 000 #7, 004 #70", "model.pos=fire (notebook 02 trains it)"),
-    ("Attention flattens with length; log-length logit scaling", "seed 004 #129, #161, 002 #113",
-     "workbench eval-length RUN --entropy with and without model.logit_scaling=true (notebook 07)"),
-    ("Hybrids with a few attention layers", "seed 002 #34", "model.layers=attention,mamba,mamba"),
-    ("One-layer Mamba learns in-context Laplace smoothing", "seed 002 #112",
-     "task.name=markov_icl with model.mixer=mamba; the task gives the Bayes-optimal loss"),
-]
 
 
 def _cells(*values) -> str:
     """One markdown table row; a '|' inside a cell is escaped so it cannot split the cell."""
-    return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
+    return "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in values) + " |"
 
 
-def _verdict(summary: dict) -> str:
-    if "target_met" in summary:
-        verdict = "reproduced" if summary["target_met"] else "NOT reproduced at this scale"
-        return verdict + (f" ({summary['verdict_note']})" if summary.get("verdict_note") else "")
-    return summary.get("verdict", "see summary")
-
-
-def runtime_cell(result) -> str:
+def runtime_cell(result: ExperimentResult) -> str:
     """'1234 s' of one core's work, and the wall time on N cores when it is known."""
     cell = f"{result.runtime_s:.0f} s"
     if result.wall_s is not None and result.workers > 1:
@@ -55,56 +48,136 @@ def runtime_cell(result) -> str:
     return cell
 
 
-def previous_report(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """The table row and the details section of every experiment in an earlier REPRODUCTIONS.md,
-    by name, so experiments whose results are not cached here keep what was measured before."""
-    if not path.exists():
-        return {}, {}
-    text = path.read_text()
-    rows = {m.group(1): line for line in text.splitlines()
-            if (m := re.match(r"\| `([^`]+)` \|", line)) and "not run yet" not in line}
-    details = {}
-    for section in re.split(r"\n(?=## )", text):
-        m = re.match(r"## `([^`]+)`", section)
-        if m:
-            details[m.group(1)] = "\n" + section.rstrip("\n") + "\n"
-    return rows, details
+def _per_seed(outcome) -> str:
+    return "; ".join(f"seed {seed}: {text}" for seed, text in outcome.per_seed.items()) or "—"
+
+
+def _method(method: str) -> str:
+    return "as published" if method == "paper" else f"ours: {method}"
+
+
+def _rows(experiment: Experiment, result: ExperimentResult | None) -> list[str]:
+    rows = []
+    for claim in experiment.claims:
+        outcome = result.outcomes.get(claim.key) if result else None
+        verdict = outcome.verdict if outcome else NOT_TESTED
+        seeds = _per_seed(outcome) if outcome else f"no shipped result (`workbench experiment run {experiment.name}`)"
+        rows.append(_cells(f"`{experiment.name}`", claim.text, cite(claim.references), claim.paper_number,
+                           _method(claim.method), f"**{verdict}**", seeds, runtime_cell(result) if result else "—"))
+    return rows
+
+
+def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
+    lines = [f"\n## `{experiment.name}`\n", experiment.description, ""]
+    for claim in experiment.claims:
+        outcome = result.outcomes.get(claim.key) if result else None
+        lines.append(f"- **Claim** ({_method(claim.method)}; {cite(claim.references)}): {claim.text}")
+        lines.append(f"  - Rule: {claim.rule}")
+        if outcome:
+            lines.append(f"  - Verdict: **{outcome.verdict}**: {outcome.reason}")
+            lines.append(f"  - Per seed: {_per_seed(outcome)}")
+        else:
+            lines.append(f"  - Verdict: **{NOT_TESTED}**: no shipped result")
+    for claim in experiment.untested:
+        lines.append(f"- **Not tested** ({cite(claim.references)}): {claim.text} These runs would need: {claim.needs}")
+    if result:
+        lines += ["", f"Measured: {result.headline}", "", _provenance(result)]
+    notes = experiment.notes.strip()
+    if notes:
+        lines += ["", "### Notes", "", notes]
+    return "\n".join(lines) + "\n"
+
+
+def _provenance(result: ExperimentResult) -> str:
+    p, canary = result.provenance, result.canary or {}
+    machine = p.get("machine", {})
+    commit = (p.get("commit") or "unknown")[:12] + (" with uncommitted changes" if p.get("uncommitted_changes") else "")
+    runs = ", ".join(f"`{run['run_id']}` ({', '.join(f'{k} {v}' for k, v in run.get('labels', {}).items())})"
+                     for run in result.runs)
+    return "\n".join([
+        f"Provenance (`data/results/{result.name}.json`): commit {commit}, made {p.get('created', '?')}; "
+        f"torch {machine.get('torch', '?')}, Python {machine.get('python', '?')}, {machine.get('cpu', '?')} "
+        f"({p.get('cores', '?')} cores); training {p.get('cpu_s', '?')} s of one core's work, analysis "
+        f"{p.get('analysis_s', '?')} s, {runtime_cell(result)} in all.",
+        f"Canary: the first {canary.get('steps', '?')} steps of `{canary.get('run_id', '?')}`.", "",
+        f"Runs: {runs}"])
+
+
+def _references(experiments: list[Experiment]) -> list[str]:
+    keys = list(dict.fromkeys(key for experiment in experiments for key in experiment.references))
+    return ["", "## References", ""] + [f"- **{REFERENCES[key].short}**: {REFERENCES[key].full}" for key in keys]
+
+
+def render() -> str:
+    experiments = list(EXPERIMENTS.values())
+    found = {e.name: load_result(e.name) for e in experiments}
+    lines = [HEADER, "| experiment | claim tested | paper | paper's number | method | verdict | per seed | runtime |",
+             "|---|---|---|---|---|---|---|---|"]
+    for experiment in experiments:
+        lines += _rows(experiment, found[experiment.name])
+    untested = [(e, claim) for e in experiments for claim in e.untested]
+    if untested:
+        lines += ["", "## Claims these experiments do not test", "",
+                  "Papers the recipes draw on also claim the following; no row above tests them.", "",
+                  "| experiment | claim | paper | what a run would need |", "|---|---|---|---|"]
+        lines += [_cells(f"`{e.name}`", claim.text, cite(claim.references), claim.needs) for e, claim in untested]
+    lines += ["", "# Per experiment"]
+    text = "\n".join(lines) + "\n" + "".join(_details(e, found[e.name]) for e in experiments)
+    return text + "\n".join(_references(experiments)) + "\n"
 
 
 def write_report(out: str | Path = "REPRODUCTIONS.md") -> Path:
-    """Write the report from the cached results; an experiment with no cached result here keeps its
-    row and details from the file being replaced (marked as carried over), so rerunning one
-    experiment never erases the others' measurements."""
+    """Render REPRODUCTIONS.md from data/results/ alone; whatever `out` held before is not read."""
     path = Path(out)
-    previous_rows, previous_details = previous_report(path)
-    lines = [HEADER, "| experiment | source | paper's claim | paper's number | CPU-scale target | workbench result | verdict | runtime |",
-             "|---|---|---|---|---|---|---|---|"]
-    details = []
-    for name, experiment in EXPERIMENTS.items():
-        result = load_result(name) or load_result(name, fast=True)
-        if result is None and name in previous_rows:
-            lines.append(previous_rows[name])
-            if name in previous_details:
-                details.append(previous_details[name])
-            continue
-        if result is None:
-            lines.append(_cells(f"`{name}`", experiment.source, experiment.claim, experiment.paper_number,
-                                experiment.target, f"not run yet (`workbench experiment run {name}`)", "—", "—"))
-            continue
-        headline = result.summary.get("headline", "")
-        mode = " (fast mode)" if result.fast else ""
-        lines.append(_cells(f"`{name}`", experiment.source, experiment.claim, experiment.paper_number,
-                            experiment.target, headline + mode, _verdict(result.summary), runtime_cell(result)))
-        details.append(f"\n## `{name}`{mode}\n\n{experiment.description}\n\n"
-                       f"Runs: {', '.join(result.run_ids)}\n\n```json\n{json.dumps(result.summary, indent=2, sort_keys=True)}\n```\n")
-    lines += ["", "## Phenomena without a named experiment yet", "",
-              "| phenomenon | source | how to explore it today |", "|---|---|---|"]
-    lines += [_cells(*row) for row in NOT_YET_EXPERIMENTS]
-    notes = [f"\n### `{name}`\n\n{experiment.notes.strip()}\n" for name, experiment in EXPERIMENTS.items()
-             if experiment.notes]
-    if notes:
-        lines += ["", "## Pilots and diagnostics", "",
-                  "What we tried beside the recipes when a result disagreed with the paper, and what it showed."]
-        lines += notes
-    path.write_text("\n".join(lines) + "\n" + "".join(details))
+    path.write_text(render())
     return path
+
+
+# --- the check -------------------------------------------------------------------------------------
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    lines: list[str]
+
+
+def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
+    """Does the shipped result still describe the code? Its runs must be the recipe's runs, its verdicts
+    what the rules decide from its summary, and its canary what training computes now."""
+    from .canary import compare, compute_canary
+
+    problems, facts = [], []
+    recipe = [variant.config.run_id for variant in experiment.variants(False)]
+    if recipe != result.run_ids:
+        problems.append(f"the recipe's runs changed ({len(set(recipe) - set(result.run_ids))} not in the result): "
+                        f"rerun `workbench experiment run {experiment.name}`")
+    decided = {key: outcome.to_dict() for key, outcome in experiment.decide(result.summary).items()}
+    if decided != {key: outcome.to_dict() for key, outcome in result.outcomes.items()}:
+        problems.append("the verdict rules now decide differently from the stored summary")
+    else:
+        facts.append("verdicts as the rules decide")
+    if not result.canary:
+        problems.append("no canary")
+    else:
+        config = next(run["config"] for run in result.runs if run["run_id"] == result.canary["run_id"])
+        same, detail = compare(result.canary, compute_canary(RunConfig.from_dict(config), result.canary["steps"]))
+        (facts if same else problems).append(f"canary {detail}" if same else f"canary: {detail}")
+    return Check(experiment.name, not problems, problems or facts)
+
+
+def check_all(progress=print) -> list[Check]:
+    checks = []
+    for experiment in EXPERIMENTS.values():
+        result = load_result(experiment.name)
+        if result is None:
+            progress(f"-- {experiment.name}: no shipped result (its rows read 'not tested')")
+            continue
+        check = check_result(experiment, result)
+        progress(f"{'ok' if check.ok else 'STALE'} {experiment.name}: " + "; ".join(check.lines))
+        checks.append(check)
+    stray = sorted(p.stem for p in shipped_root().glob("*.json") if p.stem not in EXPERIMENTS)
+    for name in stray:
+        progress(f"STALE {name}: a result file for no registered experiment")
+        checks.append(Check(name, False, ["no such experiment"]))
+    return checks
+

@@ -1,4 +1,4 @@
-"""Experiments that look inside the model (RESEARCH.md, "Inside the model"): entropy collapse,
+"""Experiments that look inside the model: entropy collapse,
 lazy neurons, memorization capacity and activation outliers, one module each. Each has a fast mode
 (tiny budget, the same code path) for tests and notebooks. Importing registers them, in this order.
 """

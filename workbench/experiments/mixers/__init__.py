@@ -1,5 +1,4 @@
-"""Where Transformers beat state-space and recurrent models, and why (seeds 000 #2, 002 #2, #100,
-004 #68, #73): the sequence-mixer experiments.
+"""Where Transformers beat state-space and recurrent models, and why: the sequence-mixer experiments.
 
 - `mimetic-recall`: Mamba with the reference vs the mimetic initialization on copy and associative
   recall; accuracy vs step and the implicit attention maps at init and after training.

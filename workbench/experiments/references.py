@@ -1,0 +1,78 @@
+"""The papers the experiments reproduce, cited by authors, year, title and arXiv id. REPRODUCTIONS.md
+prints them as its references section; a row cites them by the short name."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Reference:
+    short: str  # "Cho et al. 2024a": what a row prints
+    authors: str
+    year: int
+    title: str
+    arxiv: str
+
+    @property
+    def full(self) -> str:
+        return f"{self.authors} ({self.year}). *{self.title}*. arXiv:{self.arxiv}."
+
+
+REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
+    Reference("Cho et al. 2024a", "Hanseul Cho, Jaeyoung Cha, Pranjal Awasthi, Srinadh Bhojanapalli, Anupam Gupta, "
+              "Chulhee Yun", 2024, "Position Coupling: Improving Length Generalization of Arithmetic Transformers "
+              "Using Task Structure", "2405.20671"),
+    Reference("Cho et al. 2024b", "Hanseul Cho, Jaeyoung Cha, Srinadh Bhojanapalli, Chulhee Yun", 2024,
+              "Arithmetic Transformers Can Length-Generalize in Both Operand Length and Count", "2410.15787"),
+    Reference("Ruoss et al. 2023", "Anian Ruoss, Grégoire Delétang, Tim Genewein, Jordi Grau-Moya, Róbert Csordás, "
+              "Mehdi Bennani, Shane Legg, Joel Veness", 2023,
+              "Randomized Positional Encodings Boost Length Generalization of Transformers", "2305.16843"),
+    Reference("Awasthi & Gupta 2023", "Pranjal Awasthi, Anupam Gupta", 2023,
+              "Improving Length-Generalization in Transformers via Task Hinting", "2310.00726"),
+    Reference("Jelassi et al. 2023", "Samy Jelassi, Stéphane d'Ascoli, Carles Domingo-Enrich, Yuhuai Wu, Yuanzhi Li, "
+              "François Charton", 2023, "Length Generalization in Arithmetic Transformers", "2306.15400"),
+    Reference("Zhou et al. 2024", "Yongchao Zhou, Uri Alon, Xinyun Chen, Xuezhi Wang, Rishabh Agarwal, Denny Zhou",
+              2024, "Transformers Can Achieve Length Generalization But Not Robustly", "2402.09371"),
+    Reference("McLeish et al. 2024", "Sean McLeish, Arpit Bansal, Alex Stein, Neel Jain, John Kirchenbauer, "
+              "Brian R. Bartoldson, Bhavya Kailkhura, Abhinav Bhatele, Jonas Geiping, Avi Schwarzschild, "
+              "Tom Goldstein", 2024, "Transformers Can Do Arithmetic with the Right Embeddings", "2405.17399"),
+    Reference("Li et al. 2023b", "Shanda Li, Chong You, Guru Guruganesh, Joshua Ainslie, Santiago Ontanon, "
+              "Manzil Zaheer, Sumit Sanghai, Yiming Yang, Sanjiv Kumar, Srinadh Bhojanapalli", 2023,
+              "Functional Interpolation for Relative Positions Improves Long Context Transformers", "2310.04418"),
+    Reference("Trockman et al. 2024", "Asher Trockman, Hrayr Harutyunyan, J. Zico Kolter, Sanjiv Kumar, "
+              "Srinadh Bhojanapalli", 2024, "Mimetic Initialization Helps State Space Models Learn to Recall",
+              "2410.11135"),
+    Reference("Jelassi et al. 2024", "Samy Jelassi, David Brandfonbrener, Sham M. Kakade, Eran Malach", 2024,
+              "Repeat After Me: Transformers are Better than State Space Models at Copying", "2402.01032"),
+    Reference("Ren et al. 2024", "Ruifeng Ren, Zhicong Li, Yong Liu", 2024,
+              "Can Mamba Always Enjoy the \"Free Lunch\"?", "2410.03810"),
+    Reference("Arora et al. 2023", "Simran Arora, Sabri Eyuboglu, Aman Timalsina, Isys Johnson, Michael Poli, "
+              "James Zou, Atri Rudra, Christopher Ré", 2023,
+              "Zoology: Measuring and Improving Recall in Efficient Language Models", "2312.04927"),
+    Reference("Fu et al. 2023", "Daniel Y. Fu, Tri Dao, Khaled K. Saab, Armin W. Thomas, Atri Rudra, "
+              "Christopher Ré", 2023, "Hungry Hungry Hippos: Towards Language Modeling with State Space Models",
+              "2212.14052"),
+    Reference("Poli et al. 2023", "Michael Poli, Stefano Massaroli, Eric Nguyen, Daniel Y. Fu, Tri Dao, "
+              "Stephen Baccus, Yoshua Bengio, Stefano Ermon, Christopher Ré", 2023,
+              "Hyena Hierarchy: Towards Larger Convolutional Language Models", "2302.10866"),
+    Reference("Zhai et al. 2023", "Shuangfei Zhai, Tatiana Likhomanenko, Etai Littwin, Dan Busbridge, Jason Ramapuram, "
+              "Yizhe Zhang, Jiatao Gu, Josh Susskind", 2023,
+              "Stabilizing Transformer Training by Preventing Attention Entropy Collapse", "2303.06296"),
+    Reference("Li et al. 2023a", "Zonglin Li, Chong You, Srinadh Bhojanapalli, Daliang Li, Ankit Singh Rawat, "
+              "Sashank J. Reddi, Ke Ye, Felix Chern, Felix Yu, Ruiqi Guo, Sanjiv Kumar", 2023,
+              "The Lazy Neuron Phenomenon: On Emergence of Activation Sparsity in Transformers", "2210.06313"),
+    Reference("Bondarenko et al. 2023", "Yelysei Bondarenko, Markus Nagel, Tijmen Blankevoort", 2023,
+              "Quantizable Transformers: Removing Outliers by Helping Attention Heads Do Nothing", "2306.12784"),
+    Reference("Mahdavi et al. 2024", "Sadegh Mahdavi, Renjie Liao, Christos Thrampoulidis", 2024,
+              "Memorization Capacity of Multi-Head Attention in Transformers", "2306.02010"),
+    Reference("Kajitsuka & Sato 2024", "Tokio Kajitsuka, Issei Sato", 2024,
+              "Are Transformers with One Layer Self-Attention Using Low-Rank Weight Matrices Universal "
+              "Approximators?", "2307.14023"),
+    Reference("Gu & Dao 2023", "Albert Gu, Tri Dao", 2023,
+              "Mamba: Linear-Time Sequence Modeling with Selective State Spaces", "2312.00752"),
+]}
+
+
+def cite(keys) -> str:
+    """"Cho et al. 2024a (arXiv:2405.20671)" for each key, joined."""
+    return "; ".join(f"{REFERENCES[key].short} (arXiv:{key})" for key in keys)
