@@ -1,8 +1,8 @@
 """Wall time of each named experiment: how long the workbench takes to show a phenomenon.
 
-By default this reads the runtime each experiment cached when it last ran (`workbench experiment
-run NAME`, which keeps the time its runs took to train even when a later call is served from the
-cache) and prints "not run" for the others: `make bench` never launches full experiments.
+By default this reads the runtime in each experiment's shipped result (data/results/NAME.json, written by
+`workbench experiment run NAME`) and its fast-mode result cached in the run store, and prints "not run"
+for the others: `make bench` never launches full experiments.
 `--run` trains the missing ones first, on `--threads` threads (2 = the laptop this targets);
 `--fast` uses the small budgets the tests use.
 
@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from common import set_threads, table
 
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def minutes(seconds: float) -> str:
@@ -33,12 +30,9 @@ def main() -> None:
     args = parser.parse_args()
     threads = set_threads(args.threads)
     from workbench.experiments import EXPERIMENTS, load_result, run_experiment
-    from workbench.experiments.base import results_root
-    from workbench.experiments.report import previous_report
+    from workbench.experiments.results import shipped_root
 
     names = [n for n in args.only.split(",") if n] or list(EXPERIMENTS)
-    published = {name: row.rstrip(" |").rsplit("|", 1)[-1].strip()
-                 for name, row in previous_report(REPO_ROOT / "REPRODUCTIONS.md")[0].items()}
     rows = []
     for name in names:
         if args.run and load_result(name, args.fast) is None:
@@ -48,11 +42,8 @@ def main() -> None:
         full, fast = load_result(name, False), load_result(name, True)
         cell = lambda r: "not run" if r is None else f"{minutes(r.runtime_s)} ({len(r.run_ids)} runs)"  # noqa: E731
         wall = "" if full is None or full.wall_s is None else f"{minutes(full.wall_s)} ({full.workers} at a time)"
-        full_cell = cell(full)
-        if full is None and name in published:  # measured on another machine: say where it comes from
-            full_cell = f"{published[name]} (REPRODUCTIONS.md)"
-        rows.append([name, full_cell, wall, cell(fast)])
-    print(f"## Time to phenomenon\n\nRuntimes cached in {results_root()} by "
+        rows.append([name, cell(full), wall, cell(fast)])
+    print(f"## Time to phenomenon\n\nFull-budget runtimes from the shipped results in {shipped_root()}, written by "
           f"`workbench experiment run NAME` (training time of all its runs); `--run` fills the gaps "
           f"({'fast' if args.fast else 'full'} budget, {threads} thread(s)); the wall column is the time the "
           f"call that trained the runs took with one run per core.\n")

@@ -5,6 +5,7 @@
   `playwright install`; the browser comes from the system package (`.ci/run` installs it).
 - `streamlit_server`: starts `app/Home.py` on a free local port and returns its URL.
 - `artifacts_dir`: `artifacts/` at the repository root, for screenshots and exported figures.
+- `shipped_results`: every test sees an empty data/results/ unless it is marked `shipped`.
 - Tests marked `gpu` are skipped on machines without CUDA.
 """
 from __future__ import annotations
@@ -52,6 +53,19 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 def artifacts_dir() -> Path:
     folder = REPO_ROOT / "artifacts"
     folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def shipped_results(request, tmp_path_factory, monkeypatch) -> Path:
+    """Tests see an empty data/results/ (WORKBENCH_RESULTS), so a result a test makes never lands in the
+    repository and no test depends on which results are shipped; tests marked `shipped` read the
+    repository's own."""
+    if request.node.get_closest_marker("shipped"):
+        monkeypatch.delenv("WORKBENCH_RESULTS", raising=False)
+        return REPO_ROOT / "data" / "results"
+    folder = tmp_path_factory.mktemp("results")
+    monkeypatch.setenv("WORKBENCH_RESULTS", str(folder))
     return folder
 
 

@@ -325,7 +325,10 @@ def test_experiments_page_shows_a_cached_result(demo):
     save_fake_lengthgen_result(demo)
     app.run()
     assert not app.exception
-    assert len(charts(app)) == 1 and len(app.dataframe) == 1
+    # the claims with the shipped verdicts ("not tested": none shipped here), this budget's verdicts, the table
+    assert len(charts(app)) == 1 and len(app.dataframe) == 3
+    claims = app.dataframe[0].value
+    assert set(claims.verdict) == {"not tested"} and len(claims) == 3
 
 
 def test_experiments_page_offers_another_budget(demo):

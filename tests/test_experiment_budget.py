@@ -10,7 +10,7 @@ from workbench.experiments import Budget, budget_for, get_experiment, load_resul
 def test_a_budget_changes_steps_and_seeds_and_is_cached_apart(data_dir):
     recipe = get_experiment("lengthgen-addition").variants(False)
     chosen = Budget(steps=30, seeds=(1,)).apply(recipe)
-    assert len(chosen) == len(recipe) // 2 and {v.labels["seed"] for v in chosen} == {1}
+    assert len(chosen) == len(recipe) // 3 and {v.labels["seed"] for v in chosen} == {1}
     assert all(v.config.train.steps == 30 and v.config.probes.every <= 30 for v in chosen)
     assert {v.labels["pos"] for v in chosen} == {v.labels["pos"] for v in recipe}
 

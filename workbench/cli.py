@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 from .errors import ConfigError
+from .store import REPO_ROOT
 from .figures.export import FIGURES
 from .typed import _coerce
 
@@ -84,8 +85,12 @@ def _add_experiment_commands(sub) -> None:
     r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's")
     r.add_argument("--seeds", default=None, help="only these of the recipe's seeds, e.g. 0 or 0,1")
     r.add_argument("--json", action="store_true", help=JSON_HELP)
-    rep = exp_sub.add_parser("report", help="write REPRODUCTIONS.md from the cached experiments")
-    rep.add_argument("--out", default="REPRODUCTIONS.md", help="the Markdown file to write (default REPRODUCTIONS.md)")
+    rep = exp_sub.add_parser("report", help="render REPRODUCTIONS.md from the shipped results in data/results/")
+    rep.add_argument("--out", default=None,
+                     help="the Markdown file to write (default: REPRODUCTIONS.md of the repository)")
+    rep.add_argument("--check", action="store_true",
+                     help="write nothing; recompute every shipped result's canary and verdicts and exit 1 if any "
+                          "no longer matches the code")
 
 
 def _add_export(sub) -> None:
@@ -314,13 +319,23 @@ def cmd_experiment(args) -> int:
         if result.budget:
             print(f"budget: {result.budget} (not the recipe's; REPRODUCTIONS.md keeps the recipe's result)")
         if args.json:
-            _print_json({"name": args.name, "table": result.table.to_dict("records"), "summary": result.summary})
+            _print_json({"name": args.name, "table": result.table.to_dict("records"), "summary": result.summary,
+                         "verdicts": {key: outcome.to_dict() for key, outcome in result.outcomes.items()}})
         else:
             print(result.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-            for key, value in result.summary.items():
-                print(f"{key}: {value}")
+            print(f"\n{result.headline}")
+            for key, outcome in result.outcomes.items():
+                print(f"{key}: {outcome.verdict} ({outcome.reason})")
+                for seed, numbers in outcome.per_seed.items():
+                    print(f"  seed {seed}: {numbers}")
         return 0
-    path = experiments.write_report(args.out)
+    if args.check:
+        checks = experiments.check_all()
+        stale = [check.name for check in checks if not check.ok]
+        print(f"{len(checks) - len(stale)} of {len(checks)} shipped results match the code"
+              + (f"; stale: {', '.join(stale)}" if stale else ""))
+        return 1 if stale else 0
+    path = experiments.write_report(args.out or REPO_ROOT / "REPRODUCTIONS.md")
     print(path)
     return 0
 

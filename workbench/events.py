@@ -3,7 +3,7 @@
 Divergence is what the trainer records (status "diverged" and the step of the first non-finite
 loss). Collapse is the rule of the `entropy-collapse` experiment, reused here so the dashboard
 and the experiment mark the same step: the mean attention entropy (over layers) falls below 10%
-of its first recorded value (Zhai et al. 2023, seed 002 #108).
+of its first recorded value (Zhai et al. 2023, arXiv 2303.06296).
 """
 from __future__ import annotations
 

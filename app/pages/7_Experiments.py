@@ -4,7 +4,8 @@ import streamlit as st
 from workbench import app_support as support
 from workbench import background
 from workbench.errors import ConfigError
-from workbench.experiments import EXPERIMENTS, budget_for, load_result, recipe_budget, run_command
+from workbench.experiments import (EXPERIMENTS, budget_for, claims_table, load_result, provenance_line,
+                                   recipe_budget, run_command)
 
 st.set_page_config(page_title="Experiments · workbench", layout="wide")
 st.title("Experiments")
@@ -14,8 +15,11 @@ if not EXPERIMENTS:
 
 name = st.selectbox("experiment", list(EXPERIMENTS), key="experiments_name")
 experiment = EXPERIMENTS[name]
-st.markdown(f"{experiment.description}\n\n**Claim** ({experiment.source}): {experiment.claim}  \n"
-            f"**Paper**: {experiment.paper_number}  \n**Target at CPU scale**: {experiment.target or '—'}")
+st.markdown(experiment.description)
+shipped = load_result(name)
+st.markdown("**Claims and verdicts** (the shipped result, as in REPRODUCTIONS.md"
+            + (f": {provenance_line(shipped)})" if shipped else "; not run yet)"))
+st.dataframe(claims_table(experiment, shipped), hide_index=True, key="experiments_claims")
 fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
 recipe = recipe_budget(name, fast)
 with st.expander("Budget: training steps and seeds"):
@@ -76,5 +80,8 @@ try:
     support.figure_view(result.figure(), "experiments_figure", stem)
 except Exception as error:  # noqa: BLE001
     support.show_error(error)
+if fast or budget:
+    st.markdown("**Verdicts on this budget** (fewer than 3 seeds never decide a claim)")
+    st.dataframe(claims_table(experiment, result), hide_index=True, key="experiments_budget_claims")
 st.dataframe(result.table, hide_index=True, key="experiments_table")
 st.json(result.summary, expanded=False)

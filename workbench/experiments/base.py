@@ -238,3 +238,8 @@ def _seeds_of(finished) -> list[int]:
 
 def load_result(name: str, fast: bool = False, budget: Budget | None = None) -> ExperimentResult | None:
     return results.read(result_path(name, fast, budget))
+
+
+def save_result(result: ExperimentResult, budget: Budget | None = None) -> None:
+    """Write a result where load_result finds it (tests and tools that make results by hand)."""
+    results.write(result_path(result.name, result.fast, budget), result)

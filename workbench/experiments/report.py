@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from ..config import RunConfig
 from .base import EXPERIMENTS, Experiment, load_result
 from .references import REFERENCES, cite
@@ -48,12 +50,38 @@ def runtime_cell(result: ExperimentResult) -> str:
     return cell
 
 
+MARKS = {True: "holds", False: "fails", None: "cannot tell"}
+
+
 def _per_seed(outcome) -> str:
-    return "; ".join(f"seed {seed}: {text}" for seed, text in outcome.per_seed.items()) or "—"
+    """'seed 0 holds: 100% at 30; seed 1 fails: 12% at 30'."""
+    return "; ".join(f"seed {seed}" + (f" {MARKS[outcome.passed[seed]]}" if seed in outcome.passed else "")
+                     + f": {text}" for seed, text in outcome.per_seed.items()) or "—"
 
 
 def _method(method: str) -> str:
     return "as published" if method == "paper" else f"ours: {method}"
+
+
+def claims_table(experiment: Experiment, result: ExperimentResult | None) -> pd.DataFrame:
+    """One row per claim: what it says, whose method, the rule, the verdict and each seed's numbers (the
+    Experiments page and notebooks show it beside the figure)."""
+    rows = []
+    for claim in experiment.claims:
+        outcome = result.outcomes.get(claim.key) if result else None
+        rows.append({"claim": claim.text, "paper": cite(claim.references), "method": _method(claim.method),
+                     "verdict": outcome.verdict if outcome else NOT_TESTED,
+                     "why": outcome.reason if outcome else "no result", "per seed": _per_seed(outcome) if outcome else "—",
+                     "rule": claim.rule})
+    return pd.DataFrame(rows)
+
+
+def provenance_line(result: ExperimentResult) -> str:
+    """One line on where a shipped result comes from."""
+    p = result.provenance
+    commit = (p.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if p.get("uncommitted_changes") else "")
+    return (f"commit {commit}, {p.get('created', '?')}, torch {p.get('machine', {}).get('torch', '?')}, "
+            f"seeds {', '.join(map(str, p.get('seeds', [])))}, {runtime_cell(result)}")
 
 
 def _rows(experiment: Experiment, result: ExperimentResult | None) -> list[str]:

@@ -7,7 +7,7 @@ the stored summary, so a rule changed after the runs shows up as a mismatch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
@@ -25,17 +25,18 @@ class Outcome:
     verdict: str
     per_seed: dict[str, str]  # seed (as text) -> that seed's number(s), e.g. "100% at 30 digits"
     reason: str
+    passed: dict[str, bool | None] = field(default_factory=dict)  # seed -> the rule held / failed / cannot tell
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "per_seed": self.per_seed, "reason": self.reason}
+        return {"verdict": self.verdict, "per_seed": self.per_seed, "reason": self.reason, "passed": self.passed}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Outcome":
-        return cls(data["verdict"], dict(data["per_seed"]), data["reason"])
+        return cls(data["verdict"], dict(data["per_seed"]), data["reason"], dict(data.get("passed", {})))
 
 
 @dataclass(frozen=True)
@@ -73,23 +74,31 @@ def by_seeds(passed: dict, numbers: dict, min_seeds: int = MIN_SEEDS, undecided:
     passed: seed -> True / False / None (None: this seed cannot tell, e.g. its baseline did not fit
     the training lengths; `undecided` says why). numbers: seed -> the text shown for that seed."""
     per_seed = {str(seed): numbers[seed] for seed in sorted(numbers)}
+    marks = {str(seed): passed[seed] for seed in sorted(passed)}
     if not passed:
         return Outcome(NOT_TESTED, per_seed, "no runs measure this claim")
     told = {seed: ok for seed, ok in passed.items() if ok is not None}
     wins = sum(bool(ok) for ok in told.values())
     if len(told) < min_seeds:
         why = f"{len(told)} of {len(passed)} seed(s) can tell, a verdict needs {min_seeds}"
-        return Outcome(INCONCLUSIVE, per_seed, why + (f" ({undecided})" if undecided and len(told) < len(passed) else ""))
-    tally = f"{wins} of {len(told)} seeds"
-    if wins == len(told):
-        return Outcome(REPRODUCED, per_seed, f"holds on {tally}")
-    if wins == 0:
-        return Outcome(NOT_REPRODUCED, per_seed, f"holds on {tally}")
-    return Outcome(PARTLY, per_seed, f"holds on {tally}")
+        why += f" ({undecided})" if undecided and len(told) < len(passed) else ""
+        return Outcome(INCONCLUSIVE, per_seed, why, marks)
+    verdict = REPRODUCED if wins == len(told) else NOT_REPRODUCED if wins == 0 else PARTLY
+    return Outcome(verdict, per_seed, f"holds on {wins} of {len(told)} seeds", marks)
 
 
 def not_tested(reason: str) -> Outcome:
     return Outcome(NOT_TESTED, {}, reason)
+
+
+def no_runs(reason: str) -> Callable[[dict], Outcome]:
+    """The rule of a claim the recipe trains no runs for (e.g. the paper's method beside our variant): its
+    row says "not tested" and why."""
+    def decide(summary: dict) -> Outcome:
+        return not_tested(reason)
+
+    decide.no_runs = True
+    return decide
 
 
 def percent(value) -> str:

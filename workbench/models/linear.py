@@ -1,4 +1,4 @@
-"""Linear layers, plain or with sigmaReparam (Zhai et al. 2023, seed 002 #108).
+"""Linear layers, plain or with sigmaReparam (Zhai et al. 2023, arXiv 2303.06296).
 
 sigmaReparam: W_hat = gamma / sigma(W) * W, sigma estimated by one power-iteration step per
 training forward (apple/ml-sigma-reparam, vision/layers.py: u, v updated under no_grad, sigma =

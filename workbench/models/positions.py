@@ -10,7 +10,7 @@ parameter (addition: "coupling" or "abacus"). An encoding that reads task ids na
 needs (`task_ids`); `ids_for_encoding` makes the task's `ids` follow the model's encoding, so
 `model.pos=abacus` alone is enough. Two-level ids (multi-operand addition, multiplication) pack
 `significance + LEVEL_STRIDE * level` into one id; `coupling` unpacks them into two learned
-tables, one per level, summed (multi-level position coupling, seed 000 #1).
+tables, one per level, summed (multi-level position coupling, Cho et al. 2024b, arXiv 2410.15787).
 `coupling_relative` (positions_relative.py) reads the same ids as a relative bias.
 """
 from __future__ import annotations
@@ -87,8 +87,9 @@ class Learned(TableEncoding):
 class Coupling(TableEncoding):
     """Position coupling (Cho et al. 2024): a learned table indexed by the task's coupled ids.
 
-    Multi-level coupling (seed 000 #1): ids >= LEVEL_STRIDE carry a second level (operand or
-    partial-sum index); its own learned table is added, so significance is shared across levels."""
+    Multi-level coupling (Cho et al. 2024b, arXiv 2410.15787): ids >= LEVEL_STRIDE carry a second
+    level (operand or partial-sum index); its own learned table is added, so significance is shared
+    across levels."""
 
     name = "coupling"
     uses_task_ids = True
@@ -125,9 +126,9 @@ class Abacus(TableEncoding):
 
 @POSITIONS.register("randomized")
 class Randomized(TableEncoding):
-    """Randomized positions (Ruoss et al. 2023, seed 004 #103): a learned table over 0..max_positions-1;
-    each sequence gets a sorted random subset of that range, so every row of the table is trained
-    and long test sequences stay in distribution.
+    """Randomized positions (Ruoss et al. 2023, arXiv 2305.16843): a learned table over
+    0..max_positions-1; each sequence gets a sorted random subset of that range, so every row of the
+    table is trained and long test sequences stay in distribution.
 
     Training draws from torch's global generator (seeded by the trainer). Evaluation draws too, as
     the reference implementation does, but from a fixed generator, so evaluation is reproducible;

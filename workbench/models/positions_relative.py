@@ -59,7 +59,7 @@ class T5Bias(PositionalEncoding):
 
 
 class FireBias(nn.Module):
-    """One layer of FIRE (Li et al. 2024, seed 000 #7; RECIPES.md section 4):
+    """One layer of FIRE (Li et al. 2023, arXiv 2310.04418):
     b(i, j) = f(psi(i - j) / (psi(max(L, i)) + eps)), psi(x) = log(|c x| + 1),
     f = Linear(1 -> 32) ReLU Linear(32 -> H), c learnable (init 0.1), L = |L_mult * 512| with
     L_mult learnable (init 1) and 512 frozen. Dividing by psi(max(L, i)) is the progressive

@@ -1,4 +1,5 @@
-"""Where a model's heads look while it writes an addition answer (position coupling, seed 000 #3).
+"""Where a model's heads look while it writes an addition answer (position coupling: Cho et al.
+2024a, arXiv 2405.20671).
 
 To write answer digit i (significance i, units = 1) a model must read the operand digits of
 significance i and, for the carry, i - 1. With coupled positions a 1-layer Transformer learns

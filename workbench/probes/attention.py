@@ -1,4 +1,4 @@
-"""Attention entropy per layer and head (Zhai et al. 2023, seed 002 #108).
+"""Attention entropy per layer and head (Zhai et al. 2023, arXiv 2303.06296).
 
 Ent(A_i) = -sum_j A_ij log A_ij per query row i, averaged over real (non-padding) query positions.
 The normalized value divides each row by log(number of keys it can see) = log(i + 1), so 1 means

@@ -1,5 +1,6 @@
 """Memorization: training data vs fresh data, extraction from a prefix, capacity of the `memorize` task
-(seeds 004 #19, #147, #48).
+(Niu et al. 2024, arXiv 2405.08707; Mahdavi et al. 2024, arXiv 2306.02010; Kajitsuka & Sato 2024,
+arXiv 2307.14023).
 
 The memorization probe needs data the trainer does not hand to probes, so it takes the task and the
 config from its ProbeContext and replays the *first training batch* (the trainer draws it from

@@ -1,4 +1,4 @@
-"""Activation sparsity of the MLPs: the lazy-neuron metric (Li et al. 2023, seeds 000 #9, 004 #95).
+"""Activation sparsity of the MLPs: the lazy-neuron metric (Li et al. 2023, arXiv 2210.06313).
 
 The percentage of nonzero entries of the MLP activation per token, averaged over real tokens,
 reported per layer; beside it the share of neurons that never fire on the probe batch. The

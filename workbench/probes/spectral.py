@@ -1,10 +1,9 @@
-"""Spectral norms beside entropy (Zhai et al. 2023, seed 002 #108): the entropy of a head is bounded
+"""Spectral norms beside entropy (Zhai et al. 2023, arXiv 2303.06296): the entropy of a head is bounded
 below by a quantity that falls exponentially with the spectral norm of its attention logits.
 
 - `qk_spectral_norm` per attention layer and head: ||W_Q,h^T W_K,h||_2, the bilinear form
-  x_i^T (W_Q,h^T W_K,h) x_j behind the logits, before the 1/sqrt(d_head) scale (RECIPES.md
-  section 3 leaves open whether the theorem's sigma includes it); the layer row (head -1) is the
-  largest head.
+  x_i^T (W_Q,h^T W_K,h) x_j behind the logits, before the 1/sqrt(d_head) scale (we have not
+  confirmed whether the theorem's sigma includes it); the layer row (head -1) is the largest head.
 - `spectral_norm_<module>` per layer for every linear layer of the block (mixer and MLP), from the
   effective weight (gamma / sigma(W) * W under sigma_reparam), plus `spectral_norm_max` per layer.
 Exact norms (torch.linalg.matrix_norm, ord=2): the matrices are small, and the probe must not

@@ -1,4 +1,4 @@
-"""Integer addition in the position-coupling format (Cho et al. 2024, seed 000 #3).
+"""Integer addition in the position-coupling format (Cho et al. 2024a, arXiv 2405.20671).
 
 `^ 0 6 5 3 + 0 0 4 9 = 2 0 7 0 0 $`: operands zero-padded to equal length n, the answer written
 least significant digit first (n + 1 digits, the overflow digit zero-padded), loss on the answer

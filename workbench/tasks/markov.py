@@ -1,5 +1,6 @@
-"""In-context learning of Markov chains (seed 002 #112): every sequence comes from its own random
-chain of order k, so the only way to predict well is to count transitions in the context.
+"""In-context learning of Markov chains (Bondaschi et al. 2025, arXiv 2502.10178): every sequence
+comes from its own random chain of order k, so the only way to predict well is to count transitions
+in the context.
 
 `^ x1 x2 ... xL`: the first k symbols are uniform; then x_t ~ P(. | x_{t-k} .. x_{t-1}), each row
 P(. | context) drawn from a symmetric Dirichlet(beta). The loss covers every symbol. Under that

@@ -1,5 +1,5 @@
 """Multi-operand addition with a running-sum scratchpad and two-level position coupling
-(Cho et al. 2024b, seed 000 #1).
+(Cho et al. 2024b, arXiv 2410.15787).
 
 `^ 0 7 + 1 2 + 0 5 = 7 0 0 > 9 1 0 > 4 2 0 $`: k operands zero-padded to n digits (most
 significant first); the answer lists the running sums s_1 = a_1, s_i = s_{i-1} + a_i, each

@@ -1,5 +1,6 @@
 """Multiplication a x b with a partial-product scratchpad and two-level coupled ids
-(Cho et al. 2024b, seed 000 #1), and optional train-set priming (Jelassi et al. 2023, seed 004 #163).
+(Cho et al. 2024b, arXiv 2410.15787), and optional train-set priming (Jelassi et al. 2023,
+arXiv 2306.15400).
 
 `^ 4 2 3 * 1 2 = 6 4 8 0 0 > 6 7 0 5 0 $` for 423 x 21: a has N digits (the length axis), b has M
 (min_b_digits..max_b_digits; N x 2 by default). The answer lists s_j = s_{j-1} + a * b_j * 10^(j-1)

@@ -97,7 +97,7 @@ class SortParams:
 class Sort(StringTask):
     """`^ c a b = a b c $` (stable ascending sort of symbol ids).
 
-    Task hinting (Awasthi & Gupta 2023, seed 004 #203): with `hint` > 0 that fraction of training
+    Task hinting (Awasthi & Gupta 2023, arXiv 2310.00726): with `hint` > 0 that fraction of training
     samples is the auxiliary "successor" task `^ c a b > # b c $`: for each input element, the
     element that follows it in the sorted list (ties broken by input order), '#' for the last.
     Evaluation (train=False) is always the sort task."""

@@ -22,8 +22,8 @@ from .attention_fused import causal_attention
 from .base import Mixer, MixerContext, register_mixer
 from .common import future_bias, future_mask
 
-# Clipped softmax (Bondarenko et al. 2023, seed 004 #198): stretch to [gamma, zeta], clip to [0, 1],
-# so a head can output exact zeros without pushing logits to infinity.
+# Clipped softmax (Bondarenko et al. 2023, arXiv 2306.12784): stretch to [gamma, zeta], clip to
+# [0, 1], so a head can output exact zeros without pushing logits to infinity.
 CLIP_GAMMA, CLIP_ZETA = -0.03, 1.0
 
 
@@ -143,5 +143,6 @@ class Attention(Mixer):
 
 def log_length_scale(T: int, device) -> Tensor:
     """Per-query logit scale log(i + 2) / log(2): keeps attention sharp as the context grows
-    (seeds 004 #129, #161). It is 1 for the first query and grows slowly."""
+    (Chi et al. 2023, arXiv 2311.00684; Wang et al. 2024, arXiv 2404.12224). It is 1 for the first
+    query and grows slowly."""
     return torch.log(torch.arange(T, device=device, dtype=torch.float32) + 2.0) / math.log(2.0)

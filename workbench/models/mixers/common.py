@@ -32,7 +32,8 @@ def channel_mean_map(per_channel: Tensor) -> Tensor:
     """(B, channels, T, T) signed maps -> (B, 1, T, T): the mean of |map| over channels.
 
     Signed per-channel maps cancel when averaged, so the display averages magnitudes, as the
-    explainability code of HiddenMambaAttn does (RECIPES.md §6, "aggregate, ours/code style")."""
+    explainability code of HiddenMambaAttn (Ali et al. 2024, arXiv 2403.01590) does; the paper's
+    own figures show single channels."""
     return per_channel.abs().mean(dim=1, keepdim=True)
 
 

@@ -1,5 +1,5 @@
-"""H3 (Fu et al. 2023, "Hungry Hungry Hippos", seed 002 #2): a shift SSM and a diagonal SSM with
-multiplicative gates, built to recall tokens the way attention does.
+"""H3 (Fu et al. 2023, "Hungry Hungry Hippos", arXiv 2212.14052): a shift SSM and a diagonal SSM
+with multiplicative gates, built to recall tokens the way attention does.
 
     q, k, v = projections of x
     k~ = shift_ssm(k)              shift matrix A: the kernel is a learned causal filter of d_state taps

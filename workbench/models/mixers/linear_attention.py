@@ -1,7 +1,7 @@
 """Linear attention (Katharopoulos et al. 2020) with the feature maps of model.feature_map.
 
     elu1:  phi(x) = elu(x) + 1, on the head's own query/key dimension
-    based: the 2nd-order Taylor expansion of exp (Arora et al. 2024, "Based", seed 002 #100), on
+    based: the 2nd-order Taylor expansion of exp (Arora et al. 2024, "Based", arXiv 2402.18668), on
            queries and keys projected to BASED_QK_DIM = d' features per head:
            phi(x) = [1, x / d'^(1/4), vec(x x^T) / (sqrt(2) sqrt(d'))], so that
            phi(q) . phi(k) = 1 + q.k / sqrt(d') + (q.k)^2 / (2 d') ~ exp(q.k / sqrt(d'))

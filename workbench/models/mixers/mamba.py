@@ -10,7 +10,8 @@
 `hook_pattern` receives the implicit attention of the scan (scan.implicit_attention) averaged
 as |alpha| over the d_inner channels: one map per layer, H = 1. The full per-channel maps
 (B, d_inner, T, T) come from `attention_like_per_channel`. The map excludes the D skip, the gate
-and the projections, as in RECIPES.md §6; it is for observation (listeners cannot replace it).
+and the projections, as the hidden attention of Ali et al. 2024 (arXiv 2403.01590) does; it is for
+observation (listeners cannot replace it).
 
 The scan: CUDA tensors go to the Triton kernel (workbench.kernels.selective_scan); CPU tensors to
 scan_stepwise.selective_scan_stepwise, the fastest CPU form at these sizes (see its docstring).
@@ -31,7 +32,7 @@ from .scan_stepwise import selective_scan_stepwise
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # the reference init's range for delta at init
 
-# Mimetic init (Trockman et al., arXiv 2410.11135; RECIPES.md §1a). The paper's constants are not
+# Mimetic init (Trockman et al. 2024, arXiv 2410.11135). The paper's constants are not
 # public: these are OUR INTERPRETATION of its three ingredients.
 MIMETIC_A_LOG = -8.0  # A = -exp(-8) ~ -3.4e-4: exp(delta A) ~ 1, the state barely decays
 MIMETIC_DELTA = 1.0  # dt bias = softplus^-1(1), so delta ~ 1 at init (our choice; not in the paper)

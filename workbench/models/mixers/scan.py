@@ -7,8 +7,8 @@ Shapes (the Triton kernel in kernels/ matches this signature):
     D:        (D_inner,) or None      skip connection
     returns y (batch, D_inner, T)
 
-Recurrence (Euler discretization as Mamba's kernel, RECIPES.md §6: Abar = exp(delta A),
-Bbar = delta B), per channel d and state n:
+Recurrence (Euler discretization as Mamba's kernel, Gu & Dao 2023, arXiv 2312.00752:
+Abar = exp(delta A), Bbar = delta B), per channel d and state n:
     h_t = exp(delta_t A) * h_{t-1} + delta_t B_t u_t,     y_t = C_t . h_t + D u_t
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _scan_span(h: Tensor, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Ten
 
 
 def implicit_attention(delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
-    """The hidden attention of the selective scan (Ali et al., arXiv 2403.01590; RECIPES.md §6):
+    """The hidden attention of the selective scan (Ali et al. 2024, arXiv 2403.01590):
         alpha[t, s] = sum_n C_t[n] exp(A[n] (S_t - S_s)) delta_s B_s[n]   for s <= t, else 0,
     with S the running sum of delta, so that y_t = sum_s alpha[t, s] u_s + D u_t exactly.
     Shapes as selective_scan; returns (batch, D_inner, T, T), signed, one map per channel.

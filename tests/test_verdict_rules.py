@@ -1,0 +1,168 @@
+"""Every claim's verdict rule, on hand-made summaries: each can return every verdict, decided by the
+per-seed states it is given. A seed is 'pass', 'fail' or 'unclear' (the design cannot tell, e.g. a
+baseline that never fit); a rule with no 'unclear' state reaches 'inconclusive' through too few seeds."""
+import pytest
+
+from workbench.experiments import EXPERIMENTS, VERDICTS
+from workbench.experiments.verdicts import Outcome, by_seeds
+
+# seed states -> the verdict the shared rule must give
+CASES = {
+    ("pass", "pass", "pass"): "reproduced",
+    ("pass", "fail", "pass"): "partly reproduced",
+    ("fail", "fail", "fail"): "not reproduced",
+    ("pass", "pass"): "inconclusive",
+    (): "not tested",
+}
+UNCLEAR_CASE = (("pass", "unclear", "unclear", "pass"), "inconclusive")
+
+
+def test_the_shared_rule_returns_every_verdict():
+    for states, verdict in [*CASES.items(), UNCLEAR_CASE]:
+        passed = {seed: {"pass": True, "fail": False, "unclear": None}[s] for seed, s in enumerate(states)}
+        outcome = by_seeds(passed, {seed: "n" for seed in passed})
+        assert outcome.verdict == verdict, (states, outcome)
+    assert {verdict for verdict in CASES.values()} == set(VERDICTS)
+
+
+def test_an_outcome_refuses_a_word_outside_the_vocabulary():
+    with pytest.raises(ValueError, match="reproduced"):
+        Outcome("reproduced at this scale", {}, "")
+
+
+# --- hand-made summaries, one builder per experiment -------------------------------------------------
+def _entropy(states):
+    runs = []
+    for seed, state in enumerate(states):
+        collapse = None if state == "fail" else 100
+        runs += [{"model": "baseline", "seed": seed, "collapse_step": collapse, "diverged": False, "final_loss": 1.1},
+                 {"model": "sigma_reparam", "seed": seed, "collapse_step": None, "diverged": False, "final_loss": 1.0}]
+    return {"runs": runs}
+
+
+def _lazy(states):
+    runs = []
+    for seed, state in enumerate(states):
+        lasts = {32: 0.4, 128: 0.3, 512: 0.05} if state == "pass" else {32: 0.6, 128: 0.6, 512: 0.6}
+        runs += [{"seed": seed, "mlp_width": w, "labels": "true", "first": 0.5, "last": last} for w, last in lasts.items()]
+        runs.append({"seed": seed, "mlp_width": 128, "labels": "random", "first": 0.5,
+                     "last": 0.3 if state == "pass" else 0.6})
+    return {"runs": runs}
+
+
+def _capacity(states):
+    """Shapes with growing parameters memorize growing tables ('pass'), shrinking ones ('fail') or the
+    same grid step ('unclear')."""
+    tables = {"pass": (64, 256, 1024), "fail": (1024, 256, 64), "unclear": (256, 256, 256)}
+    shapes = []
+    for seed, state in enumerate(states):
+        for (d, h, params), table in zip([(32, 1, 1000), (32, 4, 2000), (64, 4, 5000)], tables[state]):
+            shapes.append({"seed": seed, "d_model": d, "heads": h, "n_parameters": params, "largest_table": 1024,
+                           "largest_perfect_table": table, "accuracy_on_largest": 0.5})
+    return {"shapes": shapes}
+
+
+def _outliers(states, claim):
+    final = []
+    for seed, state in enumerate(states):
+        has_outliers = not (state == "unclear" or (claim == "outliers-arise" and state == "fail"))
+        fixes_lower = not (claim == "fixes" and state == "fail")
+        vanilla = {"kurtosis": 50.0, "max_abs_activation": 40.0,
+                   "noop_head_fraction_max_layer": 0.5 if has_outliers else 0.0, "kurtosis_max_layer": 60.0}
+        fixed = {"kurtosis": 5.0 if fixes_lower else 80.0, "max_abs_activation": 5.0 if fixes_lower else 90.0,
+                 "noop_head_fraction_max_layer": 0.0, "kurtosis_max_layer": 6.0}
+        final += [{"attention": "vanilla", "seed": seed, **vanilla},
+                  {"attention": "clipped_softmax", "seed": seed, **fixed},
+                  {"attention": "gated_attention", "seed": seed, **fixed}]
+    return {"final": final}
+
+
+def _lengthgen(states, experiment):
+    """Curves for every encoding the recipe trains: the judged encoding reaches the claim's bar on 'pass',
+    baselines fit and fail beyond training on 'pass' and 'fail', and never fit on 'unclear'."""
+    train_max = 10 if experiment.name in ("lengthgen-addition", "lengthgen-copy", "lengthgen-reverse",
+                                          "lengthgen-sort") else 5
+    lengths = sorted({length for v in experiment.variants(False) for length in v.config.task.eval_lengths})
+    encodings = sorted({v.labels["pos"] for v in experiment.variants(False)})
+    curves = {}
+    for pos in encodings:
+        for seed, state in enumerate(states):
+            baseline = pos in ("learned", "nope")
+            if baseline:
+                fit = 0.2 if state == "unclear" else 1.0
+                beyond = 0.5 if (state == "fail" and experiment_judges_baselines(experiment)) else 0.0
+            else:
+                fit, beyond = 1.0, 0.0 if state == "fail" else 1.0
+            curve = {str(n): (fit if n <= train_max else beyond) for n in lengths}
+            curves.setdefault(pos, {})[str(seed)] = curve
+    return {"train_max": train_max, "exact_match": curves}
+
+
+def experiment_judges_baselines(experiment) -> bool:
+    return any(claim.key == "baselines" for claim in experiment.claims)
+
+
+def _mimetic(states):
+    reach, final = {}, {}
+    for task in ("copy", "associative_recall"):
+        for seed, state in enumerate(states):
+            reach.setdefault(task, {}).setdefault("default", {})[str(seed)] = 800
+            reach[task].setdefault("mimetic", {})[str(seed)] = 300 if state == "pass" else None
+            final.setdefault(task, {}).setdefault("default", {})[str(seed)] = 1.0
+            final[task].setdefault("mimetic", {})[str(seed)] = 1.0 if state == "pass" else 0.5
+    return {"budget": 2000, "steps_to_threshold": reach, "final_exact_match": final}
+
+
+def _mqar(states):
+    grid = {}
+    for mixer in ("attention", "mamba", "linear_attention", "h3"):
+        for width in ("32", "64"):
+            for pairs in ("2", "4", "8"):
+                for seed, state in enumerate(states):
+                    value = 1.0 if mixer == "attention" else 0.5
+                    if state == "fail":
+                        value = 0.5
+                    grid.setdefault(mixer, {}).setdefault(width, {}).setdefault(pairs, {})[str(seed)] = value
+    return {"query_accuracy": grid, "pairs": [2, 4, 8]}
+
+
+def _copy(states):
+    attention = {str(seed): 0.95 for seed, _ in enumerate(states)}
+    mamba = {str(seed): 0.1 if state == "pass" else 0.9 for seed, state in enumerate(states)}
+    return {"longest": 24, "exact_match_at_longest": {"attention": attention, "mamba": mamba}}
+
+
+def summary_for(experiment, claim, states) -> dict:
+    name = experiment.name
+    if name.startswith("lengthgen-"):
+        return _lengthgen(states, experiment)
+    if name == "outliers":
+        return _outliers(states, claim.key)
+    return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
+            "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy}[name](states)
+
+
+def _claims():
+    for experiment in EXPERIMENTS.values():
+        for claim in experiment.claims:
+            if not getattr(claim.decide, "no_runs", False):
+                yield pytest.param(experiment, claim, id=f"{experiment.name}:{claim.key}")
+
+
+@pytest.mark.parametrize("experiment,claim", list(_claims()))
+def test_every_rule_can_return_every_verdict(experiment, claim):
+    seen = {}
+    for states, verdict in CASES.items():
+        outcome = claim.decide(summary_for(experiment, claim, states))
+        seen[states] = outcome.verdict
+        assert outcome.verdict == verdict, (states, outcome)
+        assert len(outcome.per_seed) == len(states), "every seed's numbers are shown"
+    assert set(seen.values()) == set(VERDICTS)
+
+
+def test_claims_the_recipe_trains_no_runs_for_say_not_tested_and_why():
+    placeholders = [(e.name, c) for e in EXPERIMENTS.values() for c in e.claims if getattr(c.decide, "no_runs", False)]
+    assert placeholders, "the paper's method beside our variant has its own row"
+    for _, claim in placeholders:
+        outcome = claim.decide({})
+        assert outcome.verdict == "not tested" and outcome.reason
