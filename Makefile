@@ -42,8 +42,13 @@ app: $(VENV)/.installed
 #                    bars, run ids, temp paths); cells tagged NBVAL_IGNORE_OUTPUT are run only
 # --nbval-current-env  notebooks run in this venv's Python, whatever kernel they name
 # Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
+# First, `workbench experiment report --check`: every shipped result in data/results/ must still
+# describe what the code computes (its canary, the exact metrics of its first run's first steps,
+# recomputed), so a change to the training arithmetic cannot land without rerunning the experiments
+# it invalidates.
 PYTEST_ARGS ?=
 test: $(VENV)/.installed
+	$(BIN)/workbench experiment report --check
 	rm -rf $(ARTIFACTS)/test-store
 	mkdir -p $(ARTIFACTS)/test-store
 	WORKBENCH_FAST=1 WORKBENCH_DATA=$(CURDIR)/$(ARTIFACTS)/test-store MPLBACKEND=Agg \

@@ -15,3 +15,29 @@ def fast_mode() -> bool:
 def budget(full, fast):
     """`full` normally, `fast` under WORKBENCH_FAST=1."""
     return fast if fast_mode() else full
+
+
+def shipped_result(name: str, **expected: str):
+    """The experiment's shipped result (data/results/NAME.json, what REPRODUCTIONS.md shows), checked: its
+    verdicts must be what the rules decide from its stored numbers today, and each claim named in
+    `expected` (claim key with '-' written '_') must have that verdict. Fast mode reads the same file,
+    so a notebook asserts its phenomenon in every mode. Prints each claim's verdict and per-seed numbers."""
+    from .experiments import get_experiment, load_result
+    from .experiments.report import MARKS
+
+    experiment, result = get_experiment(name), load_result(name)
+    if result is None:
+        raise AssertionError(f"no shipped result for {name}: run `workbench experiment run {name}`")
+    decided = experiment.decide(result.summary)
+    if decided != result.outcomes:
+        raise AssertionError(f"{name}: the verdict rules now decide differently from the shipped result")
+    for claim in experiment.claims:
+        outcome = result.outcomes[claim.key]
+        print(f"{claim.key}: {outcome.verdict} ({outcome.reason})")
+        for seed, numbers in outcome.per_seed.items():
+            print(f"  seed {seed} {MARKS[outcome.passed.get(seed)]}: {numbers}")
+    for key, verdict in expected.items():
+        outcome = result.outcomes[key.replace("_", "-")]
+        if outcome.verdict != verdict:
+            raise AssertionError(f"{name}: {key} is {outcome.verdict!r}, expected {verdict!r}: {outcome.per_seed}")
+    return result

@@ -8,6 +8,7 @@ and notebooks use; it runs the same code path.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ class Experiment:
 
     def __post_init__(self):
         keys = [claim.key for claim in self.claims]
-        if not keys or len(set(keys)) != len(keys):
+        if not keys or len(set(keys)) != len(keys) or not all(re.fullmatch(r"[a-z0-9-]+", key) for key in keys):
             raise ValueError(f"experiment {self.name!r} needs claims with distinct keys, got {keys}")
 
     @property

@@ -92,7 +92,7 @@ def reaches(pos: str, length: int, at_least: float, text: str, references: tuple
 
     rule = (f"per seed: `{pos}` reaches >= {at_least:.0%} exact match at length {length}{offset_note}; then the "
             "shared rule over >= 3 seeds")
-    return Claim(key or pos, text, references, paper_number, method, rule, decide)
+    return Claim(key or pos.replace("_", "-"), text, references, paper_number, method, rule, decide)
 
 
 def beats(pos: str, length: int, at_least: float, baseline: str, beyond: int, at_most: float, text: str,
@@ -113,7 +113,7 @@ def beats(pos: str, length: int, at_least: float, baseline: str, beyond: int, at
     rule = (f"per seed: `{pos}` reaches >= {at_least:.0%} exact match at length {length}, and `{baseline}` fits the "
             f"training lengths (>= {FITS:.0%} at the longest) and stays <= {at_most:.0%} beyond {beyond}; a seed "
             f"where `{pos}` reaches it but `{baseline}` never fit cannot tell; then the shared rule over >= 3 seeds")
-    return Claim(key or f"{pos}-beats-{baseline}", text, references, paper_number, method, rule, decide)
+    return Claim(key or f"{pos}-beats-{baseline}".replace("_", "-"), text, references, paper_number, method, rule, decide)
 
 
 def baselines_fail(baselines: tuple[str, ...], beyond: int, at_most: float, text: str, references: tuple[str, ...],

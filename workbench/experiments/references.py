@@ -68,6 +68,20 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
     Reference("Kajitsuka & Sato 2024", "Tokio Kajitsuka, Issei Sato", 2024,
               "Are Transformers with One Layer Self-Attention Using Low-Rank Weight Matrices Universal "
               "Approximators?", "2307.14023"),
+    Reference("Chi et al. 2023", "Ta-Chung Chi, Ting-Han Fan, Alexander I. Rudnicky, Peter J. Ramadge", 2023,
+              "Attention Alignment and Flexible Positional Embeddings Improve Transformer Length Extrapolation",
+              "2311.00684"),
+    Reference("Wang et al. 2024", "Jie Wang, Tao Ji, Yuanbin Wu, Hang Yan, Tao Gui, Qi Zhang, Xuanjing Huang, "
+              "Xiaoling Wang", 2024, "Length Generalization of Causal Transformers without Position Encoding",
+              "2404.12224"),
+    Reference("Zhang et al. 2024", "Xuechen Zhang, Xiangyu Chang, Mingchen Li, Amit Roy-Chowdhury, Jiasi Chen, "
+              "Samet Oymak", 2024, "Selective Attention: Enhancing Transformer through Principled Context Control",
+              "2411.12892"),
+    Reference("Waleffe et al. 2024", "Roger Waleffe, Wonmin Byeon, Duncan Riach, Brandon Norick, Vijay Korthikanti, "
+              "Tri Dao, Albert Gu, et al.", 2024, "An Empirical Study of Mamba-based Language Models", "2406.07887"),
+    Reference("Bondaschi et al. 2025", "Marco Bondaschi, Nived Rajaraman, Xiuying Wei, Kannan Ramchandran, "
+              "Razvan Pascanu, Caglar Gulcehre, Michael Gastpar, Ashok Vardhan Makkuva", 2025,
+              "From Markov to Laplace: How Mamba In-Context Learns Markov Chains", "2502.10178"),
     Reference("Gu & Dao 2023", "Albert Gu, Tri Dao", 2023,
               "Mamba: Linear-Time Sequence Modeling with Selective State Spaces", "2312.00752"),
 ]}

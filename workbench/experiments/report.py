@@ -37,6 +37,23 @@ the call that trained them side by side.
 """
 
 
+# Phenomena of the source papers that no named experiment measures yet, so the table is honest about its
+# coverage: (phenomenon, references, how to explore it by hand today).
+NOT_YET_EXPERIMENTS = [
+    ("Data format (reversed vs plain answers) and seed variance decide addition extrapolation", ("2402.09371",),
+     "task.reverse_answer=false on addition; seed bands on every length curve"),
+    ("Abacus embeddings", ("2405.17399",), "model.pos=abacus (notebook 02 trains it)"),
+    ("FIRE relative positions", ("2310.04418",), "model.pos=fire (notebook 02 trains it)"),
+    ("Attention flattens as inputs grow; temperature or log-length scaling fixes it",
+     ("2311.00684", "2404.12224", "2411.12892"),
+     "workbench eval-length RUN --entropy with and without model.logit_scaling=true (notebook 07)"),
+    ("A few attention layers in an SSM stack close the recall gap", ("2406.07887",),
+     "model.layers=attention,mamba,mamba"),
+    ("One-layer Mamba learns in-context Laplace smoothing on Markov chains", ("2502.10178",),
+     "task.name=markov_icl with model.mixer=mamba; the task gives the Bayes-optimal loss"),
+]
+
+
 def _cells(*values) -> str:
     """One markdown table row; a '|' inside a cell is escaped so it cannot split the cell."""
     return "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in values) + " |"
@@ -132,7 +149,8 @@ def _provenance(result: ExperimentResult) -> str:
 
 
 def _references(experiments: list[Experiment]) -> list[str]:
-    keys = list(dict.fromkeys(key for experiment in experiments for key in experiment.references))
+    keys = list(dict.fromkeys([key for experiment in experiments for key in experiment.references]
+                              + [key for _, keys, _ in NOT_YET_EXPERIMENTS for key in keys]))
     return ["", "## References", ""] + [f"- **{REFERENCES[key].short}**: {REFERENCES[key].full}" for key in keys]
 
 
@@ -149,6 +167,9 @@ def render() -> str:
                   "Papers the recipes draw on also claim the following; no row above tests them.", "",
                   "| experiment | claim | paper | what a run would need |", "|---|---|---|---|"]
         lines += [_cells(f"`{e.name}`", claim.text, cite(claim.references), claim.needs) for e, claim in untested]
+    lines += ["", "## Phenomena without a named experiment yet", "",
+              "| phenomenon | paper | how to explore it today |", "|---|---|---|"]
+    lines += [_cells(text, cite(keys), how) for text, keys, how in NOT_YET_EXPERIMENTS]
     lines += ["", "# Per experiment"]
     text = "\n".join(lines) + "\n" + "".join(_details(e, found[e.name]) for e in experiments)
     return text + "\n".join(_references(experiments)) + "\n"

@@ -47,7 +47,7 @@ class Claim:
     (the paper's method then has its own Claim beside it). decide(summary) must return an Outcome
     whose verdict is "not tested" when the summary lacks what the rule needs (e.g. a fast run)."""
 
-    key: str
+    key: str  # letters, digits and '-', unique in its experiment
     text: str
     references: tuple[str, ...]  # keys of references.REFERENCES
     paper_number: str
