@@ -42,6 +42,18 @@ def test_same_seed_gives_the_same_metrics(data_dir, tmp_path):
     assert a.equals(b)
 
 
+def test_stop_after_keeps_the_schedule_and_resumes_to_the_uninterrupted_run(data_dir, tmp_path):
+    """What the canaries rely on: the first steps of a run stopped early are the first steps of the full
+    run (its learning-rate schedule is the full run's), and resuming gives the full run exactly."""
+    reference = train(tiny(), progress=False, root=tmp_path / "reference").metrics()
+    stopped = train(tiny(), progress=False, stop_after=10)
+    assert stopped.status()["status"] == "interrupted" and stopped.status()["step"] == 10
+    early = stopped.metrics()
+    assert early.equals(reference[reference.step <= 10].reset_index(drop=True))
+    resumed = train(tiny(), progress=False).metrics()
+    assert resumed.equals(reference)
+
+
 def test_nan_loss_is_recorded_as_diverged(data_dir, monkeypatch):
     import workbench.train as training
 

@@ -303,6 +303,7 @@ def cmd_task(args) -> int:
 
 def cmd_experiment(args) -> int:
     from . import experiments
+    from .experiments.report import seed_lines
 
     if args.experiment_command == "list":
         for name, recipe in experiments.EXPERIMENTS.items():
@@ -326,8 +327,8 @@ def cmd_experiment(args) -> int:
             print(f"\n{result.headline}")
             for key, outcome in result.outcomes.items():
                 print(f"{key}: {outcome.verdict} ({outcome.reason})")
-                for seed, numbers in outcome.per_seed.items():
-                    print(f"  seed {seed}: {numbers}")
+                for line in seed_lines(outcome):
+                    print(f"  {line}")
         return 0
     if args.check:
         checks = experiments.check_all()

@@ -23,7 +23,7 @@ def shipped_result(name: str, **expected: str):
     `expected` (claim key with '-' written '_') must have that verdict. Fast mode reads the same file,
     so a notebook asserts its phenomenon in every mode. Prints each claim's verdict and per-seed numbers."""
     from .experiments import get_experiment, load_result
-    from .experiments.report import MARKS
+    from .experiments.report import seed_lines
 
     experiment, result = get_experiment(name), load_result(name)
     if result is None:
@@ -34,8 +34,8 @@ def shipped_result(name: str, **expected: str):
     for claim in experiment.claims:
         outcome = result.outcomes[claim.key]
         print(f"{claim.key}: {outcome.verdict} ({outcome.reason})")
-        for seed, numbers in outcome.per_seed.items():
-            print(f"  seed {seed} {MARKS[outcome.passed.get(seed)]}: {numbers}")
+        for line in seed_lines(outcome):
+            print(f"  {line}")
     for key, verdict in expected.items():
         outcome = result.outcomes[key.replace("_", "-")]
         if outcome.verdict != verdict:

@@ -70,10 +70,14 @@ def runtime_cell(result: ExperimentResult) -> str:
 MARKS = {True: "holds", False: "fails", None: "cannot tell"}
 
 
+def seed_lines(outcome) -> list[str]:
+    """['seed 0 holds: 100% at 30', 'seed 1 fails: 12% at 30']."""
+    return [f"seed {seed}" + (f" {MARKS[outcome.passed[seed]]}" if seed in outcome.passed else "") + f": {text}"
+            for seed, text in outcome.per_seed.items()]
+
+
 def _per_seed(outcome) -> str:
-    """'seed 0 holds: 100% at 30; seed 1 fails: 12% at 30'."""
-    return "; ".join(f"seed {seed}" + (f" {MARKS[outcome.passed[seed]]}" if seed in outcome.passed else "")
-                     + f": {text}" for seed, text in outcome.per_seed.items()) or "—"
+    return "; ".join(seed_lines(outcome)) or "—"
 
 
 def _method(method: str) -> str:
@@ -119,8 +123,8 @@ def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
         lines.append(f"- **Claim** ({_method(claim.method)}; {cite(claim.references)}): {claim.text}")
         lines.append(f"  - Rule: {claim.rule}")
         if outcome:
-            lines.append(f"  - Verdict: **{outcome.verdict}**: {outcome.reason}")
-            lines.append(f"  - Per seed: {_per_seed(outcome)}")
+            lines.append(f"  - Verdict: **{outcome.verdict}**: {outcome.reason}" + (", per seed:" if outcome.per_seed else ""))
+            lines += [f"    - {line}" for line in seed_lines(outcome)]
         else:
             lines.append(f"  - Verdict: **{NOT_TESTED}**: no shipped result")
     for claim in experiment.untested:
