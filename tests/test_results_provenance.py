@@ -135,3 +135,16 @@ def test_check_names_a_result_whose_recipe_changed(monkeypatch, capsys):
     assert main(["experiment", "report", "--check"]) == 1
     out = capsys.readouterr().out
     assert f"STALE {name}" in out and "recipe's runs changed" in out and "no canary" in out
+
+
+def test_the_demo_runs_were_trained_by_this_arithmetic():
+    """The shipped demo runs are what a newcomer sees first: each must be what today's code trains from its
+    config (its first 20 steps' metrics, bit for bit), or `workbench demo build` has to remake it."""
+    from workbench.store import Run, demo_root
+    from workbench.experiments.canary import matches_stored_run
+
+    runs = [Run(path) for path in sorted(demo_root().iterdir()) if (path / "config.json").exists()]
+    assert runs
+    for run in runs:
+        agrees, detail = matches_stored_run(compute_canary(run.config(), steps=20), run)
+        assert agrees, f"demo run {run.run_id}: {detail}; rebuild with `workbench demo build`"
