@@ -4,7 +4,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench import background
 from workbench.errors import ConfigError
-from workbench.experiments import (EXPERIMENTS, budget_for, claims_table, load_result, provenance_line,
+from workbench.experiments import (EXPERIMENTS, budget_for, claim_lines, load_result, provenance_line,
                                    recipe_budget, run_command)
 
 st.set_page_config(page_title="Experiments · workbench", layout="wide")
@@ -19,7 +19,8 @@ st.markdown(experiment.description)
 shipped = load_result(name)
 st.markdown("**Claims and verdicts** (the shipped result, as in REPRODUCTIONS.md"
             + (f": {provenance_line(shipped)})" if shipped else "; not run yet)"))
-st.dataframe(claims_table(experiment, shipped), hide_index=True, key="experiments_claims")
+with st.expander("each claim, its rule and every seed's numbers", expanded=True):
+    st.markdown("\n".join(claim_lines(experiment, shipped)))
 fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
 recipe = recipe_budget(name, fast)
 with st.expander("Budget: training steps and seeds"):
@@ -81,7 +82,7 @@ try:
 except Exception as error:  # noqa: BLE001
     support.show_error(error)
 if fast or budget:
-    st.markdown("**Verdicts on this budget** (fewer than 3 seeds never decide a claim)")
-    st.dataframe(claims_table(experiment, result), hide_index=True, key="experiments_budget_claims")
+    with st.expander("Verdicts on this budget (fewer than 3 seeds never decide a claim)"):
+        st.markdown("\n".join(claim_lines(experiment, result)))
 st.dataframe(result.table, hide_index=True, key="experiments_table")
 st.json(result.summary, expanded=False)

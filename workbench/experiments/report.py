@@ -116,8 +116,10 @@ def _rows(experiment: Experiment, result: ExperimentResult | None) -> list[str]:
     return rows
 
 
-def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
-    lines = [f"\n## `{experiment.name}`\n", experiment.description, ""]
+def claim_lines(experiment: Experiment, result: ExperimentResult | None) -> list[str]:
+    """Each claim as a markdown list item: what it says, the rule, the verdict and every seed's numbers;
+    then the papers' claims the runs do not test. REPRODUCTIONS.md and the Experiments page print it."""
+    lines = []
     for claim in experiment.claims:
         outcome = result.outcomes.get(claim.key) if result else None
         lines.append(f"- **Claim** ({_method(claim.method)}; {cite(claim.references)}): {claim.text}")
@@ -129,6 +131,11 @@ def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
             lines.append(f"  - Verdict: **{NOT_TESTED}**: no shipped result")
     for claim in experiment.untested:
         lines.append(f"- **Not tested** ({cite(claim.references)}): {claim.text} These runs would need: {claim.needs}")
+    return lines
+
+
+def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
+    lines = [f"\n## `{experiment.name}`\n", experiment.description, "", *claim_lines(experiment, result)]
     if result:
         lines += ["", f"Measured: {result.headline}", "", _provenance(result)]
     notes = experiment.notes.strip()
