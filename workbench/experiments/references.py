@@ -45,7 +45,7 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
     Reference("Jelassi et al. 2024", "Samy Jelassi, David Brandfonbrener, Sham M. Kakade, Eran Malach", 2024,
               "Repeat After Me: Transformers are Better than State Space Models at Copying", "2402.01032"),
     Reference("Ren et al. 2024", "Ruifeng Ren, Zhicong Li, Yong Liu", 2024,
-              "Can Mamba Always Enjoy the \"Free Lunch\"?", "2410.03810"),
+              "Exploring the Limitations of Mamba in COPY and CoT Reasoning", "2410.03810"),
     Reference("Arora et al. 2023", "Simran Arora, Sabri Eyuboglu, Aman Timalsina, Isys Johnson, Michael Poli, "
               "James Zou, Atri Rudra, Christopher Ré", 2023,
               "Zoology: Measuring and Improving Recall in Efficient Language Models", "2312.04927"),
@@ -62,13 +62,13 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
               "Sashank J. Reddi, Ke Ye, Felix Chern, Felix Yu, Ruiqi Guo, Sanjiv Kumar", 2023,
               "The Lazy Neuron Phenomenon: On Emergence of Activation Sparsity in Transformers", "2210.06313"),
     Reference("Bondarenko et al. 2023", "Yelysei Bondarenko, Markus Nagel, Tijmen Blankevoort", 2023,
-              "Quantizable Transformers: Removing Outliers by Helping Attention Heads Do Nothing", "2306.12784"),
+              "Quantizable Transformers: Removing Outliers by Helping Attention Heads Do Nothing", "2306.12929"),
     Reference("Mahdavi et al. 2024", "Sadegh Mahdavi, Renjie Liao, Christos Thrampoulidis", 2024,
               "Memorization Capacity of Multi-Head Attention in Transformers", "2306.02010"),
     Reference("Kajitsuka & Sato 2024", "Tokio Kajitsuka, Issei Sato", 2024,
               "Are Transformers with One Layer Self-Attention Using Low-Rank Weight Matrices Universal "
               "Approximators?", "2307.14023"),
-    Reference("Chi et al. 2023", "Ta-Chung Chi, Ting-Han Fan, Alexander I. Rudnicky, Peter J. Ramadge", 2023,
+    Reference("Chi et al. 2023", "Ta-Chung Chi, Ting-Han Fan, Alexander I. Rudnicky", 2023,
               "Attention Alignment and Flexible Positional Embeddings Improve Transformer Length Extrapolation",
               "2311.00684"),
     Reference("Wang et al. 2024", "Jie Wang, Tao Ji, Yuanbin Wu, Hang Yan, Tao Gui, Qi Zhang, Xuanjing Huang, "
@@ -78,7 +78,9 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
               "Samet Oymak", 2024, "Selective Attention: Enhancing Transformer through Principled Context Control",
               "2411.12892"),
     Reference("Waleffe et al. 2024", "Roger Waleffe, Wonmin Byeon, Duncan Riach, Brandon Norick, Vijay Korthikanti, "
-              "Tri Dao, Albert Gu, et al.", 2024, "An Empirical Study of Mamba-based Language Models", "2406.07887"),
+              "Tri Dao, Albert Gu, Ali Hatamizadeh, Sudhakar Singh, Deepak Narayanan, Garvit Kulshreshtha, "
+              "Vartika Singh, Jared Casper, Jan Kautz, Mohammad Shoeybi, Bryan Catanzaro", 2024,
+              "An Empirical Study of Mamba-based Language Models", "2406.07887"),
     Reference("Bondaschi et al. 2025", "Marco Bondaschi, Nived Rajaraman, Xiuying Wei, Kannan Ramchandran, "
               "Razvan Pascanu, Caglar Gulcehre, Michael Gastpar, Ashok Vardhan Makkuva", 2025,
               "From Markov to Laplace: How Mamba In-Context Learns Markov Chains", "2502.10178"),

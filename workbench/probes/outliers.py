@@ -1,4 +1,4 @@
-"""Activation outliers and the tokens that absorb attention (Bondarenko et al. 2023, arXiv 2306.12784).
+"""Activation outliers and the tokens that absorb attention (Bondarenko et al. 2023, arXiv 2306.12929).
 
 A head with nothing to do parks its attention on the first token or a delimiter (a "no-op" head);
 to make that update small the model grows huge residual activations on those tokens. Per layer:

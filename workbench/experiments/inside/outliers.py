@@ -1,5 +1,5 @@
 """outliers: residual-stream outliers and attention parked on delimiters, for vanilla softmax, clipped
-softmax and gated attention (Bondarenko et al. 2023, arXiv 2306.12784).
+softmax and gated attention (Bondarenko et al. 2023, arXiv 2306.12929).
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def outlier_figure(result: ExperimentResult):
                         lambda r: f"{r['attention']} seed {r.get('seed', 0)}")
 
 
-BONDARENKO_2023 = ("2306.12784",)
+BONDARENKO_2023 = ("2306.12929",)
 
 register_experiment(Experiment(
     name="outliers",

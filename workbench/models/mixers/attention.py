@@ -22,7 +22,7 @@ from .attention_fused import causal_attention
 from .base import Mixer, MixerContext, register_mixer
 from .common import future_bias, future_mask
 
-# Clipped softmax (Bondarenko et al. 2023, arXiv 2306.12784): stretch to [gamma, zeta], clip to
+# Clipped softmax (Bondarenko et al. 2023, arXiv 2306.12929): stretch to [gamma, zeta], clip to
 # [0, 1], so a head can output exact zeros without pushing logits to infinity.
 CLIP_GAMMA, CLIP_ZETA = -0.03, 1.0
 
