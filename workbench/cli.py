@@ -303,7 +303,7 @@ def cmd_task(args) -> int:
 
 def cmd_experiment(args) -> int:
     from . import experiments
-    from .experiments.report import seed_lines
+    from .experiments.report import outcome_lines
 
     if args.experiment_command == "list":
         for name, recipe in experiments.EXPERIMENTS.items():
@@ -325,10 +325,7 @@ def cmd_experiment(args) -> int:
         else:
             print(result.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
             print(f"\n{result.headline}")
-            for key, outcome in result.outcomes.items():
-                print(f"{key}: {outcome.verdict} ({outcome.reason})")
-                for line in seed_lines(outcome):
-                    print(f"  {line}")
+            print("\n".join(outcome_lines(result.outcomes)))
         return 0
     if args.check:
         checks = experiments.check_all()

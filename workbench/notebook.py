@@ -23,19 +23,14 @@ def shipped_result(name: str, **expected: str):
     `expected` (claim key with '-' written '_') must have that verdict. Fast mode reads the same file,
     so a notebook asserts its phenomenon in every mode. Prints each claim's verdict and per-seed numbers."""
     from .experiments import get_experiment, load_result
-    from .experiments.report import seed_lines
+    from .experiments.report import outcome_lines, rules_agree
 
     experiment, result = get_experiment(name), load_result(name)
     if result is None:
         raise AssertionError(f"no shipped result for {name}: run `workbench experiment run {name}`")
-    decided = experiment.decide(result.summary)
-    if decided != result.outcomes:
+    if not rules_agree(experiment, result):
         raise AssertionError(f"{name}: the verdict rules now decide differently from the shipped result")
-    for claim in experiment.claims:
-        outcome = result.outcomes[claim.key]
-        print(f"{claim.key}: {outcome.verdict} ({outcome.reason})")
-        for line in seed_lines(outcome):
-            print(f"  {line}")
+    print("\n".join(outcome_lines({claim.key: result.outcomes[claim.key] for claim in experiment.claims})))
     for key, verdict in expected.items():
         outcome = result.outcomes[key.replace("_", "-")]
         if outcome.verdict != verdict:

@@ -125,8 +125,7 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None, 
         atomic_write_json(run.path / "config.json", config.to_dict())
     started = time.time()
     elapsed_before = float(status.get("elapsed_s", 0.0)) if rows else 0.0
-    loop = _Loop(config, task, state, run, rows, started, elapsed_before, progress)
-    loop.stop_after = stop_after
+    loop = _Loop(config, task, state, run, rows, started, elapsed_before, progress, stop_after)
     try:  # "running" is written inside the try, so an interrupt that follows it is always saved
         run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
                          created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
@@ -167,7 +166,7 @@ def _stop_at_step_end(loop: "_Loop"):
 
 
 class _Loop:
-    def __init__(self, config, task, state, run, rows, started, elapsed_before, progress):
+    def __init__(self, config, task, state, run, rows, started, elapsed_before, progress, stop_after=None):
         self.config, self.task, self.state, self.run_ = config, task, state, run
         self.rows, self.started, self.elapsed_before = rows, started, elapsed_before
         self.progress = progress
@@ -177,7 +176,7 @@ class _Loop:
         self.last_status = 0.0
         self.last_loss = float("nan")
         self.stop_requested = False
-        self.stop_after: int | None = None
+        self.stop_after: int | None = stop_after
         self.batches = BatchStream(self.draw, state.data)
 
     def draw(self, generator: torch.Generator):

@@ -195,7 +195,8 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     # The cost of the phenomenon: the runs' own training time (also when they came from the cache)
     # plus the analysis, not the seconds this call happened to take; the wall time is kept beside
     # it when this call trained something.
-    training = sum(float(run.status().get("elapsed_s") or 0.0) for _, run in finished)
+    statuses = [run.status() for _, run in finished]
+    training = sum(float(status.get("elapsed_s") or 0.0) for status in statuses)
     path = result_path(name, fast, budget)
     previous = results.read(path)
     trained_now = trained > 0.05 * training
@@ -204,9 +205,9 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
         wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
         workers=runs.workers if trained_now else previous.workers if previous else 1,
         budget=budget.label if budget else "", outcomes=experiment.decide(summary),
-        runs=[{"run_id": run.run_id, "labels": variant.labels, "status": run.status().get("status"),
-               "elapsed_s": run.status().get("elapsed_s"), "config": variant.config.to_dict()}
-              for variant, run in finished])
+        runs=[{"run_id": run.run_id, "labels": variant.labels, "status": status.get("status"),
+               "elapsed_s": status.get("elapsed_s"), "config": variant.config.to_dict()}
+              for (variant, run), status in zip(finished, statuses)])
     if path.parent == results.shipped_root():
         result.provenance, result.canary = _provenance(result, finished, training, analysis)
     results.write(path, result)

@@ -76,6 +76,21 @@ def seed_lines(outcome) -> list[str]:
             for seed, text in outcome.per_seed.items()]
 
 
+def outcome_lines(outcomes: dict) -> list[str]:
+    """Each claim's verdict and reason, then one indented line per seed: what `experiment run` and the
+    notebooks print."""
+    lines = []
+    for key, outcome in outcomes.items():
+        lines.append(f"{key}: {outcome.verdict} ({outcome.reason})")
+        lines += [f"  {line}" for line in seed_lines(outcome)]
+    return lines
+
+
+def rules_agree(experiment: Experiment, result: ExperimentResult) -> bool:
+    """Whether the verdict rules, run again on the stored summary, decide what the result says."""
+    return experiment.decide(result.summary) == result.outcomes
+
+
 def _per_seed(outcome) -> str:
     return "; ".join(seed_lines(outcome)) or "—"
 
@@ -97,11 +112,15 @@ def claims_table(experiment: Experiment, result: ExperimentResult | None) -> pd.
     return pd.DataFrame(rows)
 
 
+def _commit_text(provenance: dict) -> str:
+    return ((provenance.get("commit") or "unknown")[:12]
+            + (" with uncommitted changes" if provenance.get("uncommitted_changes") else ""))
+
+
 def provenance_line(result: ExperimentResult) -> str:
     """One line on where a shipped result comes from."""
     p = result.provenance
-    commit = (p.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if p.get("uncommitted_changes") else "")
-    return (f"commit {commit}, {p.get('created', '?')}, torch {p.get('machine', {}).get('torch', '?')}, "
+    return (f"commit {_commit_text(p)}, {p.get('created', '?')}, torch {p.get('machine', {}).get('torch', '?')}, "
             f"seeds {', '.join(map(str, p.get('seeds', [])))}, {runtime_cell(result)}")
 
 
@@ -147,11 +166,10 @@ def _details(experiment: Experiment, result: ExperimentResult | None) -> str:
 def _provenance(result: ExperimentResult) -> str:
     p, canary = result.provenance, result.canary or {}
     machine = p.get("machine", {})
-    commit = (p.get("commit") or "unknown")[:12] + (" with uncommitted changes" if p.get("uncommitted_changes") else "")
     runs = ", ".join(f"`{run['run_id']}` ({', '.join(f'{k} {v}' for k, v in run.get('labels', {}).items())})"
                      for run in result.runs)
     return "\n".join([
-        f"Provenance (`data/results/{result.name}.json`): commit {commit}, made {p.get('created', '?')}; "
+        f"Provenance (`data/results/{result.name}.json`): commit {_commit_text(p)}, made {p.get('created', '?')}; "
         f"torch {machine.get('torch', '?')}, Python {machine.get('python', '?')}, {machine.get('cpu', '?')} "
         f"({p.get('cores', '?')} cores); training {p.get('cpu_s', '?')} s of one core's work, analysis "
         f"{p.get('analysis_s', '?')} s, {runtime_cell(result)} in all.",
@@ -211,8 +229,7 @@ def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
     if recipe != result.run_ids:
         problems.append(f"the recipe's runs changed ({len(set(recipe) - set(result.run_ids))} not in the result): "
                         f"rerun `workbench experiment run {experiment.name}`")
-    decided = {key: outcome.to_dict() for key, outcome in experiment.decide(result.summary).items()}
-    if decided != {key: outcome.to_dict() for key, outcome in result.outcomes.items()}:
+    if not rules_agree(experiment, result):
         problems.append("the verdict rules now decide differently from the stored summary")
     else:
         facts.append("verdicts as the rules decide")
