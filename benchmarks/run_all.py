@@ -24,6 +24,7 @@ BENCHMARKS = [
     ("probe_overhead.py", [], ["--steps", "100", "--repeats", "1"], 240),
     ("entropy_memory.py", ["--lengths", "1024,4096,8192"], ["--lengths", "1024,2048"], 180),
     ("time_to_phenomenon.py", [], [], 60),
+    ("ray_overhead.py", [], ["--rounds", "1", "--steps", "200", "--runs", "4"], 900),
 ]
 
 

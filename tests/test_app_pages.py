@@ -455,3 +455,15 @@ def test_train_and_experiments_pages_work_with_an_empty_store(empty):
     assert run_page("Train").get("form")
     app = run_page("Experiments")
     assert any("No result yet" in info.value for info in app.info)
+
+
+def test_experiments_page_can_send_the_runs_to_ray(demo):
+    pytest.importorskip("ray")
+    app = AppTest.from_file(page("Experiments"), default_timeout=TIMEOUT)
+    app.session_state["experiments_name"] = "lengthgen-addition"
+    app.run()
+    assert not any("--backend" in info.value for info in app.info)
+    app.radio(key="experiments_backend").set_value("on Ray (one task per run)").run()
+    app.text_input(key="experiments_ray").set_value("10.0.0.5:6379").run()
+    assert not app.exception
+    assert any("--fast --backend ray --ray-address 10.0.0.5:6379" in info.value for info in app.info)

@@ -90,6 +90,13 @@ def offset_result_table(curves: dict[int, dict[int, float]]) -> pd.DataFrame:
                          for length, curve in curves.items()])
 
 
+def ray_available() -> bool:
+    """Whether the Ray backend can be offered (the optional `ray` extra is installed)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
 def download_name(*parts) -> str:
     """A file stem from run ids and view names: letters, digits, '-', '_' only."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(str(p) for p in parts if p != "")).strip("-") or "figure"

@@ -42,6 +42,7 @@ class Job:
     fast: bool = False  # experiments: the smaller budget
     steps: int | None = None  # experiments run on another Budget: its steps and seeds
     seeds: list[int] | None = None
+    backend: str = "local"  # experiments: where the runs train (local process pool or Ray)
 
     @property
     def budget(self):
@@ -86,9 +87,9 @@ def process_alive(pid: int) -> bool:
 
 
 # --- starting, listing, cancelling ----------------------------------------------------------------
-def _launch(kind: str, name: str, command: list[str], fast: bool = False, budget=None) -> Job:
+def _launch(kind: str, name: str, command: list[str], fast: bool = False, budget=None, backend: str = "local") -> Job:
     job = Job(kind, name, 0, time.time(), command, fast, budget and budget.steps,
-              list(budget.seeds) if budget and budget.seeds is not None else None)
+              list(budget.seeds) if budget and budget.seeds is not None else None, backend)
     previous = find_job(kind, name, fast, budget)
     if previous is not None and previous.alive:
         raise ConfigError(kind, name, "is already running; wait for it or cancel it")
@@ -115,15 +116,19 @@ def start_training(config, label: str = "") -> Job:
     return _launch("train", config.run_id, command + (["--label", label] if label else []))
 
 
-def start_experiment(name: str, fast: bool = False, budget=None) -> Job:
-    """Run a named experiment in a background process, on the recipe's budget or on `budget`."""
+def start_experiment(name: str, fast: bool = False, budget=None, backend: str = "local",
+                     ray_address: str = "") -> Job:
+    """Run a named experiment in a background process, on the recipe's budget or on `budget`, its
+    runs trained by `backend` (local, or ray: on the cluster at ray_address or a local instance)."""
     from .experiments import get_experiment, run_command
+    from .parallel import choose_backend
 
     recipe = get_experiment(name)  # an unknown name is refused here, not in the background
     if budget is not None:
         budget.apply(recipe.variants(fast))  # so is a seed the recipe lacks
-    command = [sys.executable, "-m", "workbench", *run_command(name, fast, budget)]
-    return _launch("experiment", name, command, fast, budget)
+    backend = choose_backend(backend)  # so is Ray when it is not installed
+    command = [sys.executable, "-m", "workbench", *run_command(name, fast, budget, backend, ray_address)]
+    return _launch("experiment", name, command, fast, budget, backend=backend)
 
 
 def jobs(kind: str | None = None) -> list[Job]:

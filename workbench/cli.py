@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, SweepFailed
 from .store import REPO_ROOT
 from .figures.export import FIGURES
 from .typed import _coerce
@@ -34,12 +35,34 @@ def _add_run_commands(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--label", default="", help="a free-text label stored with the run")
 
+    p = sub.add_parser("sweep", help="train the product of a few varied keys (locally or on Ray)")
+    p.add_argument("config", nargs="?", help="a YAML or JSON config file")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides for every run")
+    p.add_argument("--vary", action="append", default=[], required=True,
+                   help="a key and its values, e.g. train.seed=0,1,2 (repeat for a product)")
+    p.add_argument("--label", default="", help="a free-text label stored with every run")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    _add_backend_options(p)
+
     p = sub.add_parser("runs", help="the run store as a table")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("show", help="one run: config, status, final metrics")
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--json", action="store_true", help="print JSON, with every probe summary")
+
+
+def _add_backend_options(p) -> None:
+    p.add_argument("--workers", type=int, default=None,
+                   help="runs trained side by side (default: WORKBENCH_WORKERS or the number of cores; "
+                        "with Ray: the local instance's CPUs)")
+    p.add_argument("--backend", default=None, choices=None,
+                   help="local (a process pool, the default) or ray (one Ray task per run; "
+                        "default: WORKBENCH_BACKEND)")
+    p.add_argument("--ray-address", default=None,
+                   help="--backend ray: a running cluster, e.g. 10.0.0.5:6379 (default: RAY_ADDRESS, "
+                        "else a local Ray instance)")
 
 
 def _add_eval_length(sub) -> None:
@@ -80,11 +103,10 @@ def _add_experiment_commands(sub) -> None:
     r = exp_sub.add_parser("run", help="train an experiment's runs (or read them from the store) and judge its claim")
     r.add_argument("name", help="an experiment name (`workbench experiment list`)")
     r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
-    r.add_argument("--workers", type=int, default=None,
-                   help="runs trained side by side (default: WORKBENCH_WORKERS or the number of cores)")
     r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's")
     r.add_argument("--seeds", default=None, help="only these of the recipe's seeds, e.g. 0 or 0,1")
     r.add_argument("--json", action="store_true", help=JSON_HELP)
+    _add_backend_options(r)
     rep = exp_sub.add_parser("report", help="render REPRODUCTIONS.md from the shipped results in data/results/")
     rep.add_argument("--out", default=None,
                      help="the Markdown file to write (default: REPRODUCTIONS.md of the repository)")
@@ -159,6 +181,45 @@ def cmd_train(args) -> int:
         if status.get("status") == "diverged":
             print(f"run diverged at step {status.get('diverged_step')}", file=sys.stderr)
         print(run.run_id)
+    return 0
+
+
+def _check_backend_options(args) -> None:
+    from .parallel import choose_backend
+
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
+    backend = choose_backend(args.backend)
+    if args.ray_address and backend != "ray":
+        raise ConfigError("--ray-address", args.ray_address, "only with --backend ray (or WORKBENCH_BACKEND=ray)")
+
+
+def cmd_sweep(args) -> int:
+    from .parallel import train_many
+    from .reports import final_values
+    from .sweep import sweep_jobs
+
+    _check_backend_options(args)
+    path, overrides = args.config, list(args.overrides)
+    if path and "=" in path and not Path(path).exists():  # no config file, only overrides
+        path, overrides = None, [path] + overrides
+    jobs = sweep_jobs(path, overrides, args.vary, label=args.label)
+    try:
+        # stdout carries only the table (or JSON); Ray's own messages about workers go to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            runs = train_many(jobs, workers=args.workers, progress=not args.quiet, backend=args.backend,
+                              ray_address=args.ray_address)
+    except KeyboardInterrupt:
+        print("interrupted; the unfinished runs resume from their last checkpoints with the same command",
+              file=sys.stderr)
+        return 130
+    rows = [{"run_id": run.run_id, "label": label, "status": run.status().get("status"),
+             "final": final_values(run.metrics())} for run, (_, label) in zip(runs, jobs)]
+    if args.json:
+        _print_json(rows)
+    else:
+        for row in rows:
+            print(f"{row['run_id']}  {row['status']:10s}  {row['label']}")
     return 0
 
 
@@ -310,13 +371,14 @@ def cmd_experiment(args) -> int:
             print(f"{name:34s} {recipe.description}")
         return 0
     if args.experiment_command == "run":
-        if args.workers is not None and args.workers < 1:
-            raise ConfigError("--workers", args.workers, "expected a whole number >= 1")
+        _check_backend_options(args)
         budget = None
         if args.steps is not None or args.seeds is not None:
             seeds = _coerce(args.seeds, tuple[int, ...], "--seeds") if args.seeds is not None else None
             budget = experiments.Budget(args.steps, seeds)
-        result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers, budget=budget)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout: the result only
+            result = experiments.run_experiment(args.name, fast=args.fast, workers=args.workers, budget=budget,
+                                                backend=args.backend, ray_address=args.ray_address)
         if result.budget:
             print(f"budget: {result.budget} (not the recipe's; REPRODUCTIONS.md keeps the recipe's result)")
         if args.json:
@@ -365,7 +427,7 @@ def cmd_app(args) -> int:
     return subprocess.call(command)
 
 
-COMMANDS = {"train": cmd_train, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
+COMMANDS = {"train": cmd_train, "sweep": cmd_sweep, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
             "task": cmd_task, "experiment": cmd_experiment, "export": cmd_export, "demo": cmd_demo, "app": cmd_app}
 
 
@@ -378,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except SweepFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

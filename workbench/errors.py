@@ -18,3 +18,8 @@ def check(condition: bool, field: str, value, allowed: str) -> None:
     """Raise a ConfigError unless condition holds."""
     if not condition:
         raise ConfigError(field, value, allowed)
+
+
+class SweepFailed(RuntimeError):
+    """Some runs of a sweep raised while the others finished: the message is a table with every
+    run's status. The command line prints it and exits 1."""

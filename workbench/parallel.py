@@ -8,9 +8,14 @@ processes never touch the same files.
 
 Workers: `WORKBENCH_WORKERS` if set, otherwise the number of cores (never more than the runs
 still to train). Runs already finished in the store are fetched, not retrained.
+
+Backends: `local` (this process pool, the default) or `ray` (workbench.ray_backend: one Ray task
+per run, on a local Ray instance or a cluster), chosen by an argument, `WORKBENCH_BACKEND`, or the
+command line's `--backend`. Both write the same runs into the same store.
 """
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import sys
@@ -27,6 +32,19 @@ from .errors import ConfigError
 from .store import FINISHED, Run, data_root, run_path
 
 PROGRESS_POLL_S = 2.0
+BACKENDS = ("local", "ray")
+RAY_EXTRA = "pip install -e '.[ray]'"
+
+
+def choose_backend(name: str | None = None) -> str:
+    """The backend asked for (argument, else WORKBENCH_BACKEND, else local), checked to be usable."""
+    field = "--backend" if name else "WORKBENCH_BACKEND"
+    name = (name or os.environ.get("WORKBENCH_BACKEND", "").strip() or "local").lower()
+    if name not in BACKENDS:
+        raise ConfigError(field, name, choices=BACKENDS)
+    if name == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(field, name, f"Ray is not installed; install the extra: {RAY_EXTRA}")
+    return name
 
 
 def default_workers(jobs: int) -> int:
@@ -40,12 +58,30 @@ def default_workers(jobs: int) -> int:
     return max(1, min(workers, jobs))
 
 
-def _steps_done(jobs, todo, root) -> int:
-    steps = 0
-    for i in todo:
-        status = Run(run_path(jobs[i][0].run_id, root)).status()
-        steps += jobs[i][0].train.steps if status.get("status") in FINISHED else int(status.get("step") or 0)
-    return steps
+class StepsBar:
+    """One bar over the steps of all runs still to train, read from the status files their trainers
+    refresh every second (wherever the trainers run: the store is shared)."""
+
+    def __init__(self, jobs, todo, root, workers: int, where: str = "", progress: bool = True):
+        self.jobs, self.todo, self.root = jobs, todo, root
+        total = sum(jobs[i][0].train.steps for i in todo)
+        self.bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time{where}", unit="step",
+                        disable=not progress)
+
+    def refresh(self) -> None:
+        if not self.bar.disable:
+            self.bar.update(self.steps_done() - self.bar.n)
+
+    def steps_done(self) -> int:
+        steps = 0
+        for i in self.todo:
+            config = self.jobs[i][0]
+            status = Run(run_path(config.run_id, self.root)).status()
+            steps += config.train.steps if status.get("status") in FINISHED else int(status.get("step") or 0)
+        return steps
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class TrainedRuns(list):
@@ -77,12 +113,16 @@ def _train_in_child(config_dict: dict, label: str, root: str) -> str:
 
 
 def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, progress: bool = True,
-               on_done: Callable[[int, Run], None] | None = None) -> TrainedRuns:
+               on_done: Callable[[int, Run], None] | None = None, backend: str | None = None,
+               ray_address: str | None = None) -> TrainedRuns:
     """Train every (config, label) and return the runs in the order given.
 
-    on_done(index, run) is called as each run finishes (fetched runs first)."""
+    on_done(index, run) is called as each run finishes (fetched runs first). backend: "local" or
+    "ray" (default: WORKBENCH_BACKEND, else local); ray_address: a running Ray cluster (default:
+    RAY_ADDRESS, else a local Ray instance of `workers` CPUs)."""
     from .train import train
 
+    backend = choose_backend(backend)
     root = data_root()
     runs: list[Run | None] = [None] * len(jobs)
     todo = []
@@ -94,6 +134,12 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
                 on_done(index, run)
         else:
             todo.append(index)
+    if backend == "ray" and todo:
+        from .ray_backend import train_on_ray
+
+        used = train_on_ray(jobs, todo, runs, root, workers=workers, address=ray_address, progress=progress,
+                            on_done=on_done)
+        return TrainedRuns(runs, workers=used)
     workers = default_workers(len(todo)) if workers is None else max(1, min(workers, len(todo) or 1))
     if workers == 1:
         for index in todo:
@@ -101,9 +147,7 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
             if on_done:
                 on_done(index, runs[index])
         return TrainedRuns(runs, workers=1)
-    # One bar over the steps of all runs, read from the status files the children refresh every second
-    total = sum(jobs[i][0].train.steps for i in todo)
-    bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time", unit="step", disable=not progress)
+    bar = StepsBar(jobs, todo, root, workers, progress=progress)
     # spawn, not fork: a forked child would inherit the parent's torch thread pools and locks
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         with _children_skip_main_script():  # the pool starts its processes on these submits
@@ -117,8 +161,7 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
                     runs[index] = Run(run_path(future.result(), root))
                     if on_done:
                         on_done(index, runs[index])
-                if progress:
-                    bar.update(_steps_done(jobs, todo, root) - bar.n)
+                bar.refresh()
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # children save their runs as they stop
             raise

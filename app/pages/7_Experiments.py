@@ -31,12 +31,22 @@ with st.expander("Budget: training steps and seeds"):
     steps = st.number_input("training steps per run", min_value=1, value=recipe.steps, step=max(1, recipe.steps // 4),
                             key=f"experiments_steps_{name}_{fast}")
     seeds = st.multiselect("seeds", recipe.seeds, default=recipe.seeds, key=f"experiments_seeds_{name}_{fast}")
+backend, ray_address = "local", ""
+if support.ray_available():
+    with st.expander("Where to train: this machine or a Ray cluster"):
+        on_ray = st.radio("train the runs", ["on this machine (one process per core)", "on Ray (one task per run)"],
+                          key="experiments_backend") != "on this machine (one process per core)"
+        if on_ray:
+            backend = "ray"
+            ray_address = st.text_input("Ray cluster address (empty: a local Ray instance)", key="experiments_ray",
+                                        placeholder="e.g. 10.0.0.5:6379").strip()
+            st.caption("Every node must see this dashboard's run store at the same path; see docs/cluster.md.")
 try:
     budget = budget_for(recipe, int(steps), tuple(seeds))
 except ConfigError as error:
     support.show_error(error)
     st.stop()
-command = " ".join(["workbench", *run_command(name, fast, budget)])
+command = " ".join(["workbench", *run_command(name, fast, budget, backend, ray_address)])
 job = background.find_job("experiment", name, fast, budget)
 
 
@@ -46,7 +56,8 @@ def watch() -> None:
     if current is None or not current.alive:
         st.rerun(scope="app")  # finished: show the result, stop polling
     progress = background.experiment_progress(name, fast, budget)
-    st.progress(progress["fraction"], text=f"{progress['done']} of {progress['total']} runs finished")
+    where = " on Ray" if current.backend == "ray" else ""
+    st.progress(progress["fraction"], text=f"{progress['done']} of {progress['total']} runs finished{where}")
     if progress["current_progress"]:
         run = progress["current_progress"]
         st.caption(f"training {progress['current']}: step {run['step']} of {run['steps']}")
@@ -63,7 +74,7 @@ else:
     if st.button("Run", type="primary", key="experiments_run",
                  help="trains every variant in a background process (runs already in the store are reused)"):
         try:
-            background.start_experiment(name, fast, budget)
+            background.start_experiment(name, fast, budget, backend, ray_address)
             st.rerun()
         except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
             support.show_error(error)

@@ -153,9 +153,11 @@ def budget_for(recipe: Budget, steps: int | None, seeds: tuple[int, ...] | None)
     return changed if changed.label else None
 
 
-def run_command(name: str, fast: bool = False, budget: Budget | None = None) -> list[str]:
-    """The `workbench` arguments that run this experiment on this budget."""
-    return ["experiment", "run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else [])
+def run_command(name: str, fast: bool = False, budget: Budget | None = None, backend: str = "local",
+                ray_address: str = "") -> list[str]:
+    """The `workbench` arguments that run this experiment on this budget and backend."""
+    where = (["--backend", backend] if backend != "local" else []) + (["--ray-address", ray_address] if ray_address else [])
+    return ["experiment", "run", name] + (["--fast"] if fast else []) + (budget.cli_args if budget else []) + where
 
 
 def result_path(name: str, fast: bool, budget: Budget | None = None) -> Path:
@@ -171,22 +173,27 @@ def result_path(name: str, fast: bool, budget: Budget | None = None) -> Path:
 
 def run_experiment(name: str, fast: bool = False, progress: bool = True, workers: int | None = None,
                    on_done: Callable[[int, int, Variant], None] | None = None,
-                   budget: Budget | None = None) -> ExperimentResult:
+                   budget: Budget | None = None, backend: str | None = None,
+                   ray_address: str | None = None) -> ExperimentResult:
     """Train (or fetch) every variant, analyse, decide each claim's verdict, save and return the result.
 
     The variants train side by side, one process per core (workbench.parallel); workers=1 trains
-    them one after another in this process. The fast mode always uses one worker: its runs are
-    shorter than a process takes to start. on_done(index, total, variant) follows each run. The
+    them one after another in this process. The fast mode always uses one local worker: its runs
+    are shorter than a process takes to start. backend="ray" (or WORKBENCH_BACKEND=ray) trains them
+    as Ray tasks instead, on the cluster at ray_address or a local Ray instance (workbench.ray_backend).
+    on_done(index, total, variant) follows each run. The
     recipe's own result (not fast, no budget) also gets its provenance and canary, and is written to
     data/results/ for REPRODUCTIONS.md."""
-    from ..parallel import train_many
+    from ..parallel import choose_backend, train_many
 
+    backend = choose_backend(backend)
     experiment = get_experiment(name)
     variants = budget.apply(experiment.variants(fast)) if budget else experiment.variants(fast)
     jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
     started = time.time()
-    runs = train_many(jobs, workers=1 if fast else workers, progress=progress,
-                      on_done=(lambda i, run: on_done(i, len(variants), variants[i])) if on_done else None)
+    runs = train_many(jobs, workers=1 if fast and backend == "local" else workers, progress=progress,
+                      on_done=(lambda i, run: on_done(i, len(variants), variants[i])) if on_done else None,
+                      backend=backend, ray_address=ray_address)
     trained = time.time() - started
     finished = list(zip(variants, runs))
     begun = time.time()
