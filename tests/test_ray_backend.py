@@ -166,3 +166,17 @@ def test_sweep_cli_trains_locally_and_fetches_the_second_time(data_dir, capsys):
     stamp = (run_path(expected[0]) / "status.json").stat().st_mtime_ns
     assert main(args) == 0
     assert (run_path(expected[0]) / "status.json").stat().st_mtime_ns == stamp
+
+
+def test_a_failed_trial_is_listed_with_its_reason_beside_the_others():
+    from workbench.ray_backend import _failure_table, _reason
+
+    class TaskError(Exception):  # how Ray wraps a trial's own exception: the original is its cause
+        cause = FileExistsError("data/runs/abc is a file")
+
+    jobs = sweep_jobs(None, ["train.steps=5"], ["train.seed=0,1"])
+    table = _failure_table(jobs, [0, 1], [None, None], {1: _reason(TaskError("traceback..."))})
+    lines = table.splitlines()
+    assert lines[0] == "1 of 2 trials failed:"
+    assert lines[1].split()[-1] == "completed" and jobs[0][0].run_id[:12] in lines[1]
+    assert lines[2].endswith("failed: FileExistsError: data/runs/abc is a file")
