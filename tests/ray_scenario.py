@@ -11,6 +11,8 @@ Scenarios:
   cluster    a head and one more node (`ray start --address`), 1 CPU each; the sweep connects
              with --ray-address
   kill       a local Ray instance; once a run has saved a checkpoint, its worker gets kill -9
+  node       the two-node cluster; once both runs have saved a checkpoint, the second node leaves
+             (kill -9 of its raylet and everything under it)
   interrupt  a local Ray instance; once every run has saved a checkpoint, the driver gets SIGINT
 
 OUT.json receives the sweep's exit code, stdout and stderr, and what the scenario did.
@@ -76,6 +78,36 @@ def checkpointed(status: dict, store: Path) -> bool:
     return status.get("status") == "running" and (store / status["run_id"] / "checkpoint.safetensors").exists()
 
 
+def processes() -> dict[int, tuple[int, str]]:
+    """{pid: (parent pid, command line)} of every process in this PID namespace."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue  # ended while being read
+        found[int(stat.parent.name)] = (parent, cmdline)
+    return found
+
+
+def remove_second_node() -> list[int]:
+    """kill -9 the raylet started last (the second node's) and every process under it."""
+    table = processes()
+    raylets = sorted(pid for pid, (_, cmdline) in table.items() if "/raylet " in cmdline or cmdline.startswith("raylet"))
+    doomed, frontier = [], [raylets[-1]]
+    while frontier:
+        pid = frontier.pop()
+        doomed.append(pid)
+        frontier += [child for child, (parent, _) in table.items() if parent == pid]
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return doomed
+
+
 def main() -> None:
     scenario, out = sys.argv[1], Path(sys.argv[2])
     sweep_args = sys.argv[sys.argv.index("--") + 1:]
@@ -85,7 +117,7 @@ def main() -> None:
     temp_dir = tempfile.mkdtemp(prefix="wbray")
     command = [sys.executable, "-m", "workbench", "sweep", *sweep_args, "--backend", "ray", "--json", "--quiet"]
     report: dict = {"scenario": scenario}
-    if scenario == "cluster":
+    if scenario in ("cluster", "node"):
         command += ["--ray-address", start_cluster(temp_dir)]
     else:
         command += ["--workers", "2"]
@@ -95,6 +127,10 @@ def main() -> None:
         victim = next(s for s in run_statuses(store) if checkpointed(s, store))
         os.kill(int(victim["pid"]), signal.SIGKILL)
         report["killed"] = {"run_id": victim["run_id"], "step": victim["step"], "pid": victim["pid"]}
+    if scenario == "node":
+        wait_for(lambda: sum(checkpointed(s, store) for s in run_statuses(store)) >= 2, "two checkpointed runs")
+        running = {int(s["pid"]): s["run_id"] for s in run_statuses(store) if s.get("status") == "running"}
+        report["removed"] = [running[pid] for pid in remove_second_node() if pid in running]
     if scenario == "interrupt":
         wait_for(lambda: sum(checkpointed(s, store) for s in run_statuses(store)) >= 2, "two checkpointed runs")
         driver.send_signal(signal.SIGINT)

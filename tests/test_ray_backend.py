@@ -96,6 +96,16 @@ def test_a_killed_worker_is_retried_and_its_run_resumes(tmp_path, monkeypatch):
 
 
 @needs_namespaces
+def test_a_node_that_leaves_mid_sweep_has_its_run_finished_elsewhere(tmp_path, monkeypatch):
+    sweep = [*BASE, "train.steps=1500", "train.checkpoint_every=100", "--vary=train.seed=0,1"]
+    report = _scenario("node", sweep, tmp_path / "ray", tmp_path)
+    assert report["returncode"] == 0, report["stderr"]
+    assert len(report["removed"]) == 1  # the run training on the second node lost its worker mid-run
+    local = _local_runs(sweep, tmp_path / "local", monkeypatch)
+    _assert_same_runs(json.loads(report["stdout"]), local, tmp_path / "ray")
+
+
+@needs_namespaces
 def test_ctrl_c_on_the_driver_leaves_resumable_runs(tmp_path, monkeypatch):
     sweep = [*BASE, "train.steps=20000", "train.checkpoint_every=100", "--vary=train.seed=0,1"]
     report = _scenario("interrupt", sweep, tmp_path / "ray", tmp_path)
