@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from . import __version__
 from .batch_stream import BatchStream
 from .config import RunConfig
+from .errors import ConfigError
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
 from .probes import ProbeContext, probe_names, run_probes
@@ -114,6 +115,9 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None, 
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     task = build_task(config.task.name, config.task.params)
+    if not task.trainable:
+        raise ConfigError("task.name", config.task.name, f"{task.description}; it is not trained here "
+                          "(`workbench import-model DIR` makes such runs)")
     state = build_state(config, task)
     rows: list[dict] = []
     if (run.path / "checkpoint.safetensors").exists():

@@ -46,6 +46,7 @@ class Imported(Task):
     Params = ImportedParams
     description = "a model imported from Hugging Face transformers, probed on random token ids"
     length_name = "tokens"
+    trainable = False  # random ids teach nothing; `workbench train` refuses it
 
     def validate(self) -> None:
         check(self.params.vocab_size >= 2, "task.vocab_size", self.params.vocab_size, "expected >= 2")
