@@ -1,6 +1,6 @@
-"""The interpretability tools on workbench models: TransformerLens opens an exported run from its
-folder and caches the same attention patterns as the workbench's `hook_pattern` (within 1e-5);
-nnsight traces a workbench model as any PyTorch module, reads a pattern and patches an activation
+"""The interpretability tools on workbench models: TransformerLens (its TransformerBridge, in 3.9 and
+4.x) opens an exported run from its folder and caches the same attention patterns as the
+workbench's `hook_pattern` (within 1e-5); nnsight traces a workbench model as any PyTorch module, reads a pattern and patches an activation
 with the workbench's own answer. Skipped without the interop extra; nothing is downloaded."""
 from __future__ import annotations
 

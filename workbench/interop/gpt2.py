@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..config import ModelConfig
 from ..models.positions import POSITIONS as ENCODINGS
 from .common import ACTIVATIONS, LAYER_NORM_EPS, activation_from_hf, mlp_hidden, mlp_ratio_for, require
 
@@ -94,8 +95,6 @@ def model_fields(hf, hf_state: dict[str, Tensor]) -> dict:
 def _restored_position(hf, hf_state: dict[str, Tensor], fields: dict) -> str:
     """`nope` or `sinusoidal` when a workbench export says the run had it and the table is exactly
     that encoding's; else `learned` (the table as it is)."""
-    from ..config import ModelConfig
-
     exported = ((getattr(hf, "workbench", None) or {}).get("config") or {}).get("model", {}).get("pos")
     if exported not in ("nope", "sinusoidal"):
         return "learned"

@@ -13,6 +13,7 @@ each head; those are refused on import with that reason.
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from .common import ACTIVATIONS, LAYER_NORM_EPS, activation_from_hf, mlp_hidden, mlp_ratio_for, require
@@ -109,8 +110,6 @@ def model_fields(hf, hf_state: dict[str, Tensor]) -> dict:
 
 
 def from_hf(hf_state: dict[str, Tensor], hf, model_config) -> dict[str, Tensor]:
-    import torch
-
     state = {}
     for hf_name, wb in pairs(model_config.n_layers):
         # attention_bias=False: no attention biases, which the workbench's zero biases compute exactly

@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 from safetensors.torch import save_file
 
 from .. import __version__

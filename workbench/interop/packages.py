@@ -1,6 +1,7 @@
 """The optional packages of the interop extra, loaded on demand with a one-line error when absent.
 
-`pip install 'workbench[interop]'` brings Hugging Face transformers, TransformerLens and nnsight.
+The extra `interop` (`pip install -e '.[interop]'`, which make runs) brings Hugging Face
+transformers, TransformerLens and nnsight.
 The rest of the workbench never imports them.
 
 One trap, handled here: transformers 5 imports the PyPI package `kernels` whenever it is
@@ -21,7 +22,7 @@ from pathlib import Path
 from ..errors import ConfigError
 
 EXTRA = "interop"
-INSTALL_HINT = f"pip install 'workbench[{EXTRA}]'"  # in a checkout: pip install -e '.[interop]'
+INSTALL_HINT = f"pip install -e '.[{EXTRA}]' in the workbench repository (make installs it)"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
