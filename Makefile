@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/pip install $(TORCH_SPEC) $(TORCH_PIP_ARGS)
-	$(BIN)/pip install -e '.[test,kernels,ray]'
+	$(BIN)/pip install -e '.[test,kernels,ray,interop]'
 	touch $@
 
 # --- the dashboard ---------------------------------------------------------------------------

@@ -120,7 +120,8 @@ def test_show_examples_decodes_every_task(name):
         assert len(example["tokens"]) == len(example["targets"]) == len(example["loss_mask"])
         assert example["answer"] == "".join(s if len(s) == 1 else f"<{s}>" for s, m in
                                              zip(example["targets"], example["loss_mask"]) if m)
-        assert example["input"].startswith("^")
+        if task.trainable:  # a synthetic task's samples start with BOS; an imported model's ids carry no such meaning
+            assert example["input"].startswith("^")
         if task.uses_position_ids:
             assert len(example["position_ids"]) == len(example["tokens"])
         else:

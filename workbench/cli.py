@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description="Train small sequence models and see inside them.")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_commands in (_add_run_commands, _add_eval_length, _add_task_commands, _add_experiment_commands,
-                         _add_export, _add_demo_and_app):
+                         _add_export, _add_interop, _add_demo_and_app):
         add_commands(sub)
     return parser
 
@@ -134,6 +134,17 @@ def _add_export(sub) -> None:
     p.add_argument("--offset", type=int, default=None,
                    help="attention figures with --length: start the sample's coupled position ids here "
                         "(coupled-id tasks; the evaluation's own start by default)")
+
+
+def _add_interop(sub) -> None:
+    p = sub.add_parser("export-model", help="a run as a Hugging Face transformers model folder (the interop extra)")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--format", default="hf", help="hf: config.json + model.safetensors for transformers (default)")
+    p.add_argument("--out", default=None, help="the folder to write (default: exports/<run>-hf)")
+
+    p = sub.add_parser("import-model", help="a local Hugging Face causal LM (GPT-2, GPT-NeoX) as a run (the interop extra)")
+    p.add_argument("folder", metavar="DIR", help="a folder with config.json and model.safetensors")
+    p.add_argument("--label", default="", help="a free-text label stored with the run")
 
 
 def _add_demo_and_app(sub) -> None:
@@ -410,6 +421,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_export_model(args) -> int:
+    from .interop import export_model
+
+    print(export_model(args.run, args.out, format=args.format))
+    return 0
+
+
+def cmd_import_model(args) -> int:
+    from .interop import import_model
+
+    print(import_model(args.folder, label=args.label).run_id)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import build_demo
 
@@ -428,7 +453,8 @@ def cmd_app(args) -> int:
 
 
 COMMANDS = {"train": cmd_train, "sweep": cmd_sweep, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
-            "task": cmd_task, "experiment": cmd_experiment, "export": cmd_export, "demo": cmd_demo, "app": cmd_app}
+            "task": cmd_task, "experiment": cmd_experiment, "export": cmd_export, "export-model": cmd_export_model,
+            "import-model": cmd_import_model, "demo": cmd_demo, "app": cmd_app}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ import yaml
 from .errors import ConfigError, check
 from .typed import build, to_dict
 
-ACTIVATIONS = ("relu", "gelu", "silu", "topk")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "topk")
 SOFTMAXES = ("standard", "clipped")
 SSM_INITS = ("default", "mimetic")
 INITS = ("gpt2", "fan_in")

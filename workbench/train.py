@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from . import __version__
 from .batch_stream import BatchStream
 from .config import RunConfig
+from .errors import ConfigError
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
 from .probes import ProbeContext, probe_names, run_probes
@@ -114,6 +115,9 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None, 
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     task = build_task(config.task.name, config.task.params)
+    if not task.trainable:
+        raise ConfigError("task.name", config.task.name, f"{task.description}; it is not trained here "
+                          "(`workbench import-model DIR` makes such runs)")
     state = build_state(config, task)
     rows: list[dict] = []
     if (run.path / "checkpoint.safetensors").exists():
@@ -129,7 +133,7 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None, 
     try:  # "running" is written inside the try, so an interrupt that follows it is always saved
         run.write_status(status="running", run_id=run.run_id, step=state.step, steps=config.train.steps,
                          created=status.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S"), pid=os.getpid(),
-                         label=label or status.get("label", ""), versions=_versions(), error=None,
+                         label=label or status.get("label", ""), versions=versions(), error=None,
                          n_parameters=sum(p.numel() for p in state.model.parameters()))
         with _stop_at_step_end(loop):
             return loop.run()
@@ -267,12 +271,7 @@ class _Loop:
             self.save_snapshot(step, result.arrays)
 
     def save_snapshot(self, step: int, arrays: dict) -> None:
-        n = next(iter(arrays.values())).shape[0]
-        tokens = [[self.task.vocab.symbols[int(t)] for t in self.probe_batch.tokens[i] if int(t) != 0] for i in range(n)]
-        arrays = {**arrays, "tokens": self.probe_batch.tokens[:n].contiguous()}
-        metadata = {"tokens": json.dumps(tokens), "step": json.dumps(step)}
-        path = self.run_.path / "snapshots" / f"step_{step:07d}.safetensors"
-        atomic_save(path, lambda tmp: save_file(arrays, tmp, metadata=metadata))
+        save_snapshot(self.run_, step, arrays, self.probe_batch.tokens, self.task.vocab)
 
     def evaluate(self, step: int) -> None:
         accuracy, loss = exact_match(self.state.model, self.task, self.config.train.eval_samples,
@@ -295,5 +294,16 @@ class _Loop:
         return self.run_
 
 
-def _versions() -> dict:
+def save_snapshot(run: Run, step: int, arrays: dict, tokens: torch.Tensor, vocab) -> None:
+    """snapshots/step_N.safetensors: the probes' arrays with the probe batch's first tokens (PAD left
+    out of the decoded ones); each array's first dimension is the example."""
+    n = next(iter(arrays.values())).shape[0]
+    decoded = [[vocab.symbols[int(t)] for t in tokens[i] if int(t) != 0] for i in range(n)]
+    arrays = {**arrays, "tokens": tokens[:n].contiguous()}
+    metadata = {"tokens": json.dumps(decoded), "step": json.dumps(step)}
+    path = run.path / "snapshots" / f"step_{step:07d}.safetensors"
+    atomic_save(path, lambda tmp: save_file(arrays, tmp, metadata=metadata))
+
+
+def versions() -> dict:
     return {"workbench": __version__, "torch": torch.__version__, "python": platform.python_version()}

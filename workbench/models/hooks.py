@@ -58,6 +58,12 @@ class HookedModule(nn.Module):
             for name, fn in items:
                 points[name].listeners.remove(fn)
 
+    def expose(self, names: Iterable[str]):
+        """A context in which these hook points compute their values though no workbench listener
+        asks, for tools that read the HookPoint modules from outside (nnsight, torch forward hooks):
+        a hook point nobody listens to is skipped, e.g. attention then never builds its T x T map."""
+        return self.hooks([(name, _no_op) for name in names])
+
     def run_with_cache(self, *args, names: Iterable[str] | Callable[[str], bool] | None = None,
                        detach: bool = True, **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
         """Run the model and return (output, {hook name: value}) for the chosen hook points."""
@@ -78,3 +84,5 @@ class HookedModule(nn.Module):
         return output, cache
 
 
+def _no_op(value: Tensor, hook: HookPoint) -> None:
+    return None

@@ -32,6 +32,8 @@ class MLP(nn.Module):
         name = self.config.activation
         if name == "gelu":
             return F.gelu(h)
+        if name == "gelu_tanh":  # GPT-2's tanh approximation ("gelu_new" in Hugging Face configs)
+            return F.gelu(h, approximate="tanh")
         if name == "silu":
             return F.silu(h)
         # Without autograd (evaluation, probes, hooked forwards) h is fc_in's fresh output and can be

@@ -68,6 +68,7 @@ class Task:
     # Coupled-id tasks: the smallest start of their ids. Training draws each sample's start from
     # here up; evaluation starts every sample here, unless `at_offset` asked for another start.
     coupled_first: ClassVar[int | None] = None
+    trainable: ClassVar[bool] = True  # False: the task only probes a model made elsewhere (imported)
     id_offset: int | None = None
 
     def __init__(self, params=None):

@@ -1,0 +1,76 @@
+"""Which workbench models a Hugging Face architecture computes exactly, and the ones none does.
+
+Every workbench model is one block repeated: x + mixer(LayerNorm(x)), then x + MLP(LayerNorm(x)),
+with biases in every linear layer (not the unembedding), a final LayerNorm (eps 1e-5 throughout)
+and an unembedding of its own, not tied to the embedding. Two transformers architectures compute
+that block with softmax attention exactly, given the right config:
+
+    GPT-2     (gpt2.py)      positions added to the embeddings: model.pos learned, nope (a zero
+                             table) or sinusoidal (its table written out)
+    GPT-NeoX  (gpt_neox.py)  rotary positions, sequential residual: model.pos rope
+
+Everything else is refused with the reason, in one line (REFUSALS). Each architecture module
+holds MODEL_TYPE, HF_CLASS and POSITIONS, and five functions: `check`, `hf_config` and `to_hf`
+(export), `model_fields` and `from_hf` (import). Weights cross in "plain" form, as a model without
+sigmaReparam holds them, so a sigmaReparam model exports its effective weights (common.py).
+"""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from . import gpt2, gpt_neox
+
+ARCHITECTURES = {module.MODEL_TYPE: module for module in (gpt2, gpt_neox)}
+BY_POSITION = {pos: module for module in ARCHITECTURES.values() for pos in module.POSITIONS}
+
+EXPORTABLE = ("exportable: model.mixer=attention with model.pos learned, nope or sinusoidal (as GPT-2) or rope "
+              "(as GPT-NeoX), model.activation relu, gelu, gelu_tanh or silu, model.softmax=standard, "
+              "no logit_scaling, no gated_attention")
+
+# (field, value or None for any value) -> why no transformers architecture computes it
+REFUSALS = {
+    ("model.layers", None): "per-layer mixers (hybrids) exist in no transformers architecture",
+    ("model.mixer", "mamba"): "MambaForCausalLM normalizes with RMSNorm and has no MLP, where the workbench's "
+                              "Mamba block has LayerNorm and an MLP",
+    ("model.mixer", None): "no transformers causal LM has this sequence mixer in the workbench's block",
+    ("model.pos", "alibi"): "no transformers architecture computes this ALiBi block exactly: MPT has no biases and "
+                            "a fixed 4x GELU MLP, Bloom normalizes the embeddings, Falcon divides the bias by "
+                            "sqrt(head_dim) and builds it in bfloat16",
+    ("model.pos", "coupling"): "positions come from the task's own ids, not 0..T-1: a model given token ids alone "
+                               "would compute another function",
+    ("model.pos", "coupling_relative"): "positions come from the task's own ids, as a learned relative bias no "
+                                        "transformers architecture has",
+    ("model.pos", "abacus"): "positions come from the task's own digit-run ids, not 0..T-1: a model given token "
+                             "ids alone would compute another function",
+    ("model.pos", "randomized"): "positions are drawn at random at every forward: no fixed function of the tokens",
+    ("model.pos", "fire"): "FIRE's learned bias network exists in no transformers architecture",
+    ("model.pos", "t5_bias"): "no decoder-only transformers architecture takes T5's bucketed relative bias",
+    ("model.activation", "topk"): "the top-k MLP activation exists in no transformers architecture",
+    ("model.softmax", "clipped"): "the clipped softmax exists in no transformers architecture",
+    ("model.logit_scaling", True): "log-length logit scaling exists in no transformers architecture",
+    ("model.gated_attention", True): "per-head output gates exist in no transformers architecture",
+}
+
+
+def refuse(field: str, value, why: str) -> ConfigError:
+    return ConfigError(field, value, f"cannot export to Hugging Face: {why}; {EXPORTABLE}")
+
+
+def architecture_for(model_config):
+    """The architecture module that computes this workbench model exactly, or a ConfigError saying why none does."""
+    m = model_config
+    mixers = set(m.layer_mixers())
+    if len(mixers) > 1:
+        raise refuse("model.layers", m.layers, REFUSALS[("model.layers", None)])
+    (mixer,) = mixers
+    if mixer != "attention":
+        field = "model.layers" if m.layers else "model.mixer"
+        raise refuse(field, m.layers or mixer, REFUSALS.get(("model.mixer", mixer), REFUSALS[("model.mixer", None)]))
+    for field, value in (("model.pos", m.pos), ("model.activation", m.activation), ("model.softmax", m.softmax),
+                         ("model.logit_scaling", m.logit_scaling), ("model.gated_attention", m.gated_attention)):
+        if (field, value) in REFUSALS:
+            raise refuse(field, value, REFUSALS[(field, value)])
+    if m.pos not in BY_POSITION:  # a positional encoding added after this table was written
+        raise refuse("model.pos", m.pos, "no transformers architecture is mapped to it")
+    architecture = BY_POSITION[m.pos]
+    architecture.check(m)
+    return architecture
