@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def load(name: str, purpose: str):
     """Import an optional package, or raise a ConfigError (exit 2) that names the extra to install."""
+    # transformers 5 "kernelizes" every model it loads with kernels fetched from the Hugging Face hub
+    # (GPU code; a download, which the workbench never makes at run time): off unless asked for.
+    os.environ.setdefault("USE_HUB_KERNELS", "0")
     _prefer_installed_kernels()
     try:
         return importlib.import_module(name)
