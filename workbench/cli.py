@@ -150,7 +150,8 @@ def _add_interop(sub) -> None:
 def _add_demo_and_app(sub) -> None:
     p = sub.add_parser("demo", help="the shipped demo runs")
     demo_sub = p.add_subparsers(dest="demo_command", required=True)
-    demo_sub.add_parser("build", help="(re)make the demo runs in data/demo/")
+    demo_sub.add_parser("build", help="(re)make the demo runs in data/demo/, then check what each shows")
+    demo_sub.add_parser("check", help="check that each shipped demo run shows what it is there to show")
 
     p = sub.add_parser("app", help="the dashboard")
     p.add_argument("--host", default="127.0.0.1",
@@ -436,11 +437,16 @@ def cmd_import_model(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import build_demo
+    from .demo import build_demo, check_demos, demos
 
-    for run_id in build_demo():
-        print(run_id)
-    return 0
+    if args.demo_command == "build":
+        build_demo()
+    for demo in demos():
+        print(f"{demo.config.run_id}  {demo.name}  ({demo.page}: {demo.look_for})")
+    results = check_demos()
+    for check, holds, numbers in results:
+        print(f"{'holds' if holds else 'FAILS'}: {check.what} ({numbers})")
+    return 0 if all(holds for _, holds, _ in results) else 1
 
 
 def cmd_app(args) -> int:
