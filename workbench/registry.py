@@ -22,6 +22,14 @@ class Registry(Generic[T]):
 
         return add
 
+    def register_class(self, name: str) -> Callable[[type], type]:
+        """A class decorator that registers the class and gives it its `name` (mixers, probes)."""
+        def add(cls: type) -> type:
+            cls.name = name
+            return self.register(name)(cls)
+
+        return add
+
     def get(self, name: str) -> T:
         if name not in self._items:
             raise ConfigError(self.field, name, f"unknown {self.kind}; choose one of: {', '.join(self.names())}")

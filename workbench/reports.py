@@ -1,7 +1,6 @@
 """Summaries of stored runs for the command line, the dashboard and notebooks."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -210,6 +209,3 @@ def entropy_layer_means(rows, probe: str = "entropy") -> dict[int, dict[int, flo
         table.setdefault(int(length), {})[int(layer)] = float(value)
     return table
 
-
-def nan_to_none(value):
-    return None if isinstance(value, float) and math.isnan(value) else value

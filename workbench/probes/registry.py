@@ -40,12 +40,7 @@ class Probe:
         raise NotImplementedError
 
 
-def register_probe(name: str):
-    def add(cls):
-        cls.name = name
-        return PROBES.register(name)(cls)
-
-    return add
+register_probe = PROBES.register_class
 
 
 def row(probe: str, value: float, layer: int = -1, head: int = -1, length: int = -1) -> dict:

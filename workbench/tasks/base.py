@@ -5,7 +5,6 @@ length (including lengths never trained on), decodes tokens for people and score
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -187,6 +186,3 @@ def split_by_length(lengths: Tensor) -> list[tuple[int, Tensor]]:
     """Group sample indices by length so each group can be generated with vectorized ops."""
     return [(int(v), (lengths == v).nonzero().flatten()) for v in torch.unique(lengths)]
 
-
-def params_dict(task: Task) -> dict:
-    return dataclasses.asdict(task.params)

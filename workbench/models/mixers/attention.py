@@ -128,11 +128,6 @@ class Attention(Mixer):
 
         return tile
 
-    def queries_keys(self, x: Tensor, context: MixerContext) -> tuple[Tensor, Tensor, object]:
-        """(q, k, bias) as `workbench.kernels.attention_entropy_from_qk` takes them."""
-        q, k, _ = self.project(x, context)
-        return q, k, self.kernel_bias(context)
-
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         q, k, _ = self.project(x, context, contiguous=True)
         return self.pattern(self.scores(q, k, context))

@@ -45,9 +45,4 @@ class Mixer(nn.Module):
         raise NotImplementedError
 
 
-def register_mixer(name: str):
-    def add(cls):
-        cls.name = name
-        return MIXERS.register(name)(cls)
-
-    return add
+register_mixer = MIXERS.register_class
