@@ -4,7 +4,8 @@
   entropy of every attention row in the same pass, without a T x T map (Triton on CUDA, a chunked
   PyTorch path on the CPU, the materialized reference on request).
 - `attention_entropy_from_qk(q, k, ...)` -> (lse, entropy): the same for probes without values.
-- `selective_scan(u, delta, A, B, C, D)` -> y: the Mamba scan (Triton on CUDA, reference on CPU).
+- `selective_scan(u, delta, A, B, C, D)` -> y: the Mamba scan (Triton on CUDA, the stepwise scan on
+  the CPU, the sequential reference on request).
 
 Importing this package does not import Triton; the Triton modules load on first use, and on the
 CPU only run with TRITON_INTERPRET=1 set before that (tests do so).

@@ -1,7 +1,8 @@
 """`selective_scan`: the Mamba scan with a backend switch, as `attention_entropy` has.
 
-- "auto": CUDA tensors -> the Triton kernel, CPU tensors -> the reference (already O(T) memory);
-- "reference": the step-by-step PyTorch scan, plain autograd;
+- "auto": CUDA tensors -> the Triton kernel, CPU tensors -> the stepwise scan;
+- "reference": the step-by-step PyTorch scan, plain autograd: the definition the others match;
+- "stepwise": the same steps with a hand-written backward, the fast path on a CPU (scan_stepwise.py);
 - "triton": the Triton kernel; on CPU tensors only with TRITON_INTERPRET=1 (slow, for tests).
 """
 from __future__ import annotations
@@ -13,8 +14,9 @@ from workbench.errors import ConfigError, check
 
 from .attention import _interpreting, triton_available
 from .scan_reference import check_scan_shapes, selective_scan_reference
+from .scan_stepwise import selective_scan_stepwise
 
-BACKENDS = ("auto", "reference", "triton")
+BACKENDS = ("auto", "reference", "stepwise", "triton")
 
 
 def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Tensor | None = None,
@@ -26,7 +28,7 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D:
         A: (D_inner, N) state matrix (diagonal per channel; negative for a stable scan).
         B, C: (B, N, T) input and output projections, shared across channels.
         D: (D_inner,) skip connection, or None.
-        backend: "auto" | "reference" | "triton" (see the module docstring).
+        backend: "auto" | "reference" | "stepwise" | "triton" (see the module docstring).
 
     Backward: the Triton path recomputes the forward with the reference under autograd and
     differentiates that (gradients for u, delta, A, B, C, D match the reference by construction);
@@ -36,9 +38,11 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D:
     check_scan_shapes(u, delta, A, B, C, D)
     chosen = backend
     if backend == "auto":
-        chosen = "triton" if u.is_cuda and triton_available() else "reference"
+        chosen = "triton" if u.is_cuda and triton_available() else "stepwise"
     if chosen == "reference":
         return selective_scan_reference(u, delta, A, B, C, D)
+    if chosen == "stepwise":
+        return selective_scan_stepwise(u, delta, A, B, C, D)
     if not u.is_cuda and not _interpreting():
         raise ConfigError("backend", "triton", "on CPU tensors the Triton kernel runs only with "
                                                "TRITON_INTERPRET=1 set before it is first used")

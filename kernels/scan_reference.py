@@ -1,6 +1,6 @@
 """The selective scan of Mamba (S6), in plain PyTorch: the definition the Triton kernel matches.
 
-Shapes (the same as workbench.models.mixers.scan): u, delta (B, D_inner, T); A (D_inner, N);
+Shapes: u, delta (B, D_inner, T); A (D_inner, N);
 B, C (B, N, T); D (D_inner,) or None. Discretization as Mamba's kernel (Euler for the input):
     Abar_t = exp(delta_t * A),   Bbar_t = delta_t * B_t,
     h_t = Abar_t * h_{t-1} + Bbar_t * u_t,   y_t = C_t . h_t + D * u_t,   h_{-1} = 0.
@@ -18,9 +18,10 @@ from workbench.errors import check
 
 def selective_scan_reference(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
                              D: Tensor | None = None) -> Tensor:
-    """y (B, D_inner, T) in u's dtype, computed in float32; differentiable by autograd."""
+    """y (B, D_inner, T) in u's dtype, computed in float32 (float64 for float64 inputs); differentiable."""
     check_scan_shapes(u, delta, A, B, C, D)
-    u32, delta32, A32, B32, C32 = (x.float() for x in (u, delta, A, B, C))
+    precision = torch.promote_types(u.dtype, torch.float32)  # float64 stays float64 for the tests
+    u32, delta32, A32, B32, C32 = (x.to(precision) for x in (u, delta, A, B, C))
     state = u32.new_zeros(u.shape[0], u.shape[1], A.shape[1])
     outputs = []
     for t in range(u.shape[-1]):
@@ -30,7 +31,7 @@ def selective_scan_reference(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: 
         outputs.append((state * C32[:, None, :, t]).sum(dim=-1))
     y = torch.stack(outputs, dim=-1)
     if D is not None:
-        y = y + D.float()[None, :, None] * u32
+        y = y + D.to(precision)[None, :, None] * u32
     return y.to(u.dtype)
 
 

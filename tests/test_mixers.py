@@ -15,7 +15,7 @@ from workbench.errors import ConfigError
 from workbench.models import MIXERS, MixerContext, build_model
 from workbench.models.mixers import linear_attention as linear_attention_module
 from workbench.models.mixers import s4d as s4d_module
-from workbench.models.mixers.scan import selective_scan
+from workbench.kernels import selective_scan_reference
 from workbench.tasks import build_task
 
 ALL_MIXERS = MIXERS.names()
@@ -185,7 +185,7 @@ def test_mamba_implicit_map_reproduces_the_ssm():
     with torch.no_grad():
         u, delta, A, B, C, _ = mixer.ssm_inputs(x)
         alpha = mixer.attention_like_per_channel(x, no_context(x))
-        expected = selective_scan(u, delta, A, B, C, mixer.D)
+        expected = selective_scan_reference(u, delta, A, B, C, mixer.D)
         displayed = mixer.attention_like(x, no_context(x))
     assert alpha.shape == (2, mixer.d_inner, 9, 9)
     torch.testing.assert_close(torch.einsum("bdts,bds->bdt", alpha, u) + mixer.D[:, None] * u, expected,

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from workbench.models.mixers.mamba import causal_conv
-from workbench.models.mixers.scan import selective_scan_reference
-from workbench.models.mixers.scan_stepwise import selective_scan_stepwise
+from workbench.kernels import selective_scan, selective_scan_reference
+from workbench.kernels.scan_stepwise import selective_scan_stepwise
 
-from test_scan import scan_inputs
+from test_implicit_attention import scan_inputs
 
 
 @pytest.mark.parametrize("T", [1, 2, 23])
@@ -52,3 +52,9 @@ def test_causal_conv_equals_the_padded_depthwise_convolution():
     conv = torch.nn.Conv1d(6, 6, 4, groups=6, padding=3).double()
     x = torch.randn(3, 6, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(causal_conv(x, conv), conv(x)[..., :9])
+
+
+def test_the_kernels_entry_point_takes_the_stepwise_scan_on_the_cpu():
+    inputs = scan_inputs(T=9)
+    torch.testing.assert_close(selective_scan(*inputs, backend="auto"), selective_scan_stepwise(*inputs), rtol=0, atol=0)
+    torch.testing.assert_close(selective_scan(*inputs, backend="reference"), selective_scan_reference(*inputs))

@@ -13,8 +13,8 @@ as |alpha| over the d_inner channels: one map per layer, H = 1. The full per-cha
 and the projections, as the hidden attention of Ali et al. 2024 (arXiv 2403.01590) does; it is for
 observation (listeners cannot replace it).
 
-The scan: CUDA tensors go to the Triton kernel (workbench.kernels.selective_scan); CPU tensors to
-scan_stepwise.selective_scan_stepwise, the fastest CPU form at these sizes (see its docstring).
+The scan is workbench.kernels.selective_scan: the Triton kernel on CUDA tensors, on CPU tensors the
+stepwise scan with a hand-written backward, the fastest CPU form at these sizes (kernels/scan_stepwise.py).
 """
 from __future__ import annotations
 
@@ -27,8 +27,7 @@ from torch import Tensor, nn
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import set_linear
-from .scan import implicit_attention, implicit_attention_magnitude
-from .scan_stepwise import selective_scan_stepwise
+from .implicit_attention import implicit_attention, implicit_attention_magnitude
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # the reference init's range for delta at init
 
@@ -136,11 +135,9 @@ class Mamba(Mixer):
 
 def scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Tensor) -> Tensor:
     """The selective scan on the fastest path for the device: Triton on CUDA, stepwise on CPU."""
-    if u.is_cuda:
-        from workbench.kernels import selective_scan as kernel_scan  # loads Triton only when used
+    from workbench.kernels import selective_scan  # Triton itself loads only on a CUDA tensor
 
-        return kernel_scan(u, delta, A, B, C, D, backend="auto")
-    return selective_scan_stepwise(u, delta, A, B, C, D)
+    return selective_scan(u, delta, A, B, C, D, backend="auto")
 
 
 def causal_conv(x: Tensor, conv: nn.Conv1d) -> Tensor:

@@ -1,6 +1,6 @@
 """The selective scan for CPU training: one step at a time with a hand-written backward.
 
-Why not the chunked closed form (scan.selective_scan) for training? On a CPU it materializes
+Why not a chunked closed form (Mamba's parallel scan in chunks) for training? On a CPU it materializes
 (batch, D_inner, N, chunk) tensors, far larger than the L2 cache, and autograd keeps a dozen of
 them: a Mamba training step (batch 128, T = 22, d_inner 128, N 16) spent ~90% of its time there.
 Stepping through time keeps the working state, (batch, D_inner, N), in cache; the backward walks
@@ -9,7 +9,7 @@ on one core: ~2x faster than autograd through the sequential reference, ~3x fast
 through the chunked scan (fwd + bwd). The Python loop costs ~20 small ops per step, negligible
 beside the (batch, D_inner, N) arithmetic for the sequence lengths of this workbench.
 
-Recurrence and shapes as scan.py:
+Recurrence and shapes as scan_reference.py:
     h_t = exp(delta_t A) h_{t-1} + delta_t u_t B_t,    y_t = C_t . h_t (+ D u_t)
 Backward, with g_t the gradient flowing into h_t (from y_t and from h_{t+1}):
     g_t = C_t gy_t + exp(delta_{t+1} A) g_{t+1}
@@ -26,7 +26,7 @@ from torch.autograd.function import once_differentiable
 
 def selective_scan_stepwise(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
                             D: Tensor | None = None) -> Tensor:
-    """Same signature and result as scan.selective_scan_reference; fast forward and backward."""
+    """Same signature and result as scan_reference.selective_scan_reference; fast forward and backward."""
     y = _StepwiseScan.apply(u, delta, A, B, C)
     return y if D is None else y + D[:, None] * u
 
