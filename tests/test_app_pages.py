@@ -386,6 +386,8 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     assert app.selectbox(key="train_task").options == TASKS.names()
     assert app.selectbox(key="train_addition_model.mixer").options == MIXERS.names()
     assert app.selectbox(key="train_addition_model.pos").options == POSITIONS.names()
+    norm = app.selectbox(key="train_addition_model.norm")
+    assert norm.options == ["layernorm", "rmsnorm"] and norm.value == "layernorm" and "Mamba" in norm.help
     app.selectbox(key="train_task").select("mqar").run()
     assert app.text_input(key="train_mqar_task.power_a").value == "0.01"
 

@@ -28,6 +28,8 @@ def test_overrides_are_typed():
     ("model.colour=red", "model.colour", "choose one of"),
     ("optimizer.lr=1", "optimizer", "section"),
     ("model.init=xavier", "model.init", "fan_in"),
+    ("model.norm=batchnorm", "model.norm", "rmsnorm"),
+    ("model.mlp_ratio=-1", "model.mlp_ratio", "0 for no MLP"),
 ])
 def test_bad_values_name_field_value_and_choices(override, field, fragment):
     with pytest.raises(ConfigError) as error:
@@ -53,9 +55,11 @@ def test_defaults_hash_the_same_as_explicit_values():
 
 
 def test_settings_added_later_keep_the_ids_of_runs_stored_before_them():
-    # The ids these configs had before model.init and mqar's show_answers existed
+    # The ids these configs had before model.init, model.norm and mqar's show_answers existed
     assert RunConfig.load(None, []).run_id == "d3f0ec239136"
     assert RunConfig.load(None, ["model.init=gpt2"]).run_id == "d3f0ec239136"
+    assert RunConfig.load(None, ["model.norm=layernorm"]).run_id == "d3f0ec239136"
+    assert RunConfig.load(None, ["model.norm=rmsnorm"]).run_id != "d3f0ec239136"
     assert RunConfig.load(None, ["task.name=mqar"]).run_id == "2cb994e6b2b2"
     assert RunConfig.load(None, ["model.init=fan_in"]).run_id != "d3f0ec239136"
     assert RunConfig.load(None, ["task.name=mqar", "task.show_answers=false"]).run_id != "2cb994e6b2b2"

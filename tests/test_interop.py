@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from interop_models import extra_or_skip, hf_logits, random_inputs, saved, stored_run
+from interop_models import MAMBA_SCALE, extra_or_skip, hf_logits, random_inputs, saved, stored_run
 from workbench.cli import main
 from workbench.store import open_run
 
@@ -28,6 +28,8 @@ def transformers():
     return extra_or_skip("transformers")
 
 
+# Mamba's own block (no positions, RMSNorm, no MLP), with weights of a size float32 computes well (interop_models)
+MAMBA_BLOCK = dict(mixer="mamba", pos="nope", norm="rmsnorm", mlp_ratio=0, scale=MAMBA_SCALE)
 EXPORTABLE = {  # id -> (model options, the transformers class that computes it)
     "learned-relu": (dict(pos="learned", activation="relu"), "GPT2LMHeadModel"),
     "learned-gelu-odd-mlp": (dict(pos="learned", activation="gelu", mlp_ratio=2.5, n_heads=4), "GPT2LMHeadModel"),
@@ -37,6 +39,8 @@ EXPORTABLE = {  # id -> (model options, the transformers class that computes it)
     "rope-relu": (dict(pos="rope", activation="relu"), "GPTNeoXForCausalLM"),
     "rope-gelu-4-heads": (dict(pos="rope", activation="gelu", n_heads=4), "GPTNeoXForCausalLM"),
     "rope-silu-odd-head": (dict(pos="rope", activation="silu", d_model=36, n_heads=4), "GPTNeoXForCausalLM"),
+    "mamba": (dict(MAMBA_BLOCK, d_state=8), "MambaForCausalLM"),
+    "mamba-rank1-conv3-expand3": (dict(MAMBA_BLOCK, d_model=16, d_state=4, d_conv=3, expand=3), "MambaForCausalLM"),
 }
 REFUSED = {  # id -> (overrides, the field the one-line error names)
     "alibi": (dict(pos="alibi"), "model.pos"),
@@ -44,7 +48,12 @@ REFUSED = {  # id -> (overrides, the field the one-line error names)
     "abacus": (dict(pos="abacus"), "model.pos"),
     "fire": (dict(pos="fire"), "model.pos"),
     "randomized": (dict(pos="randomized"), "model.pos"),
-    "mamba": (dict(mixer="mamba", pos="nope"), "model.mixer"),
+    "mamba-layernorm": (dict(MAMBA_BLOCK, norm="layernorm"), "model.norm"),
+    "mamba-mlp": (dict(MAMBA_BLOCK, mlp_ratio=4), "model.mlp_ratio"),
+    "mamba-learned": (dict(MAMBA_BLOCK, pos="learned"), "model.pos"),
+    "attention-rmsnorm": (dict(norm="rmsnorm"), "model.norm"),
+    "attention-no-mlp": (dict(mlp_ratio=0), "model.mlp_ratio"),
+    "s4d": (dict(mixer="s4d", pos="nope", norm="rmsnorm", mlp_ratio=0), "model.mixer"),
     "lstm": (dict(mixer="lstm", pos="nope"), "model.mixer"),
     "hybrid": (dict(layers="attention,mamba", pos="rope"), "model.layers"),
     "topk": (dict(activation="topk", topk=4), "model.activation"),
@@ -81,6 +90,8 @@ def test_exported_model_computes_the_same_logits_and_comes_back_exactly(name, da
         assert torch.equal(back(tokens), ours), "the round trip must give identical logits"
     model_config = imported.config().model
     assert model_config.pos == options["pos"] and model_config.activation == options.get("activation", "relu")
+    assert (model_config.norm, model_config.mlp_ratio) == (options.get("norm", "layernorm"),
+                                                           options.get("mlp_ratio", model_config.mlp_ratio))
     assert imported.config().task.params["workbench_run"] == run.run_id
     assert import_model(out).run_id == imported.run_id  # the same folder is the same run
 
@@ -116,6 +127,7 @@ def test_a_configuration_no_architecture_computes_is_refused_in_one_line(name, d
     assert main(["export-model", run.run_id, "--out", str(tmp_path / "never")]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {field}: ") and "cannot export" in line and "exportable:" in line
+    assert "model.mixer=mamba with model.pos=nope, model.norm=rmsnorm and model.mlp_ratio=0" in line
     assert not (tmp_path / "never").exists()
 
 
@@ -146,7 +158,12 @@ NEOX = dict(vocab_size=40, max_position_embeddings=64, hidden_size=32, num_hidde
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0})
 
 
-@pytest.mark.parametrize("kind", ["gpt2-tied-gelu_new", "gpt2-relu", "neox-no-attention-bias"])
+MAMBA = dict(vocab_size=40, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+@pytest.mark.parametrize("kind", ["gpt2-tied-gelu_new", "gpt2-relu", "neox-no-attention-bias", "mamba-tied",
+                                  "mamba-untied-no-conv-bias"])
 def test_a_local_transformers_model_imports_as_a_run_with_its_logits(kind, data_dir, tmp_path, transformers):
     from workbench import import_model
 
@@ -154,9 +171,13 @@ def test_a_local_transformers_model_imports_as_a_run_with_its_logits(kind, data_
         activation = "gelu_new" if "gelu_new" in kind else "relu"
         hf_model, folder = saved(transformers, tmp_path, "GPT2Config", "GPT2LMHeadModel", activation_function=activation,
                                  tie_word_embeddings="tied" in kind, **GPT2)
-    else:
+    elif kind.startswith("neox"):
         hf_model, folder = saved(transformers, tmp_path, "GPTNeoXConfig", "GPTNeoXForCausalLM", attention_bias=False,
                                  hidden_act="gelu", **NEOX)
+    else:  # MambaConfig ties lm_head to the embedding unless told otherwise
+        hf_model, folder = saved(transformers, tmp_path, "MambaConfig", "MambaForCausalLM", scale=MAMBA_SCALE,
+                                 tie_word_embeddings="untied" not in kind, use_conv_bias="no-conv-bias" not in kind,
+                                 **MAMBA)
     run = import_model(folder)
     model, task = run.load_model()
     assert run.config().task.name == "imported" and len(task.vocab) == hf_model.config.vocab_size
@@ -166,11 +187,18 @@ def test_a_local_transformers_model_imports_as_a_run_with_its_logits(kind, data_
     assert difference <= TOLERANCE
     status = run.status()
     assert status["status"] == "completed" and status["imported"]["architecture"] == hf_model.config.model_type
-    assert run.snapshot_steps() == [0] and "entropy" in set(run.metrics().probe)  # the probes ran once
+    # the probes ran once: attention entropies, or for Mamba (no attention, no MLP) the evaluation
+    assert run.snapshot_steps() == [0] and ("exact_match" if "mamba" in kind else "entropy") in set(run.metrics().probe)
+    if "mamba" in kind:
+        model_config = run.config().model
+        assert (model_config.mixer, model_config.norm, model_config.mlp_ratio, model_config.pos) == \
+            ("mamba", "rmsnorm", 0, "nope")
+        assert (model_config.d_state, model_config.d_conv, model_config.expand) == (8, 4, 2)
 
 
 @pytest.mark.parametrize("kind, field", [("pythia-parallel-residual", "use_parallel_residual"),
-                                         ("gpt2-eps", "layer_norm_epsilon"), ("mamba", "model_type")])
+                                         ("gpt2-eps", "layer_norm_epsilon"), ("mamba-in_proj-bias", "use_bias"),
+                                         ("mamba-time_step_rank", "time_step_rank"), ("llama", "model_type")])
 def test_an_import_the_workbench_cannot_compute_is_refused_in_one_line(kind, field, data_dir, tmp_path, capsys,
                                                                        transformers):
     if kind == "pythia-parallel-residual":
@@ -178,9 +206,14 @@ def test_an_import_the_workbench_cannot_compute_is_refused_in_one_line(kind, fie
                           **{**NEOX, "use_parallel_residual": True})
     elif kind == "gpt2-eps":
         _, folder = saved(transformers, tmp_path, "GPT2Config", "GPT2LMHeadModel", layer_norm_epsilon=1e-6, **GPT2)
+    elif kind == "mamba-in_proj-bias":
+        _, folder = saved(transformers, tmp_path, "MambaConfig", "MambaForCausalLM", use_bias=True, **MAMBA)
+    elif kind == "mamba-time_step_rank":
+        _, folder = saved(transformers, tmp_path, "MambaConfig", "MambaForCausalLM", time_step_rank=4, **MAMBA)
     else:
-        _, folder = saved(transformers, tmp_path, "MambaConfig", "MambaForCausalLM", vocab_size=20, hidden_size=16,
-                          state_size=4, num_hidden_layers=1, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        _, folder = saved(transformers, tmp_path, "LlamaConfig", "LlamaForCausalLM", vocab_size=20, hidden_size=16,
+                          intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, bos_token_id=None,
+                          eos_token_id=None, pad_token_id=None)
     capsys.readouterr()  # save_pretrained's progress bar
     assert main(["import-model", str(folder)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from workbench.config import RunConfig
-from workbench.models import build_model
+from workbench.models import MixerContext, build_model
 from workbench.probes import probe_names, run_probes
 from workbench.tasks import build_task
 
@@ -81,3 +81,29 @@ def test_init_scheme_sets_the_scale_of_every_linear_and_embedding(scheme):
     else:
         assert fc_out.std().item() == pytest.approx(256 ** -0.5, rel=0.05)
         assert qkv.std().item() == pytest.approx(64 ** -0.5, rel=0.05) and embed.std().item() == pytest.approx(1.0, rel=0.2)
+
+
+def test_rmsnorm_and_no_mlp_make_mambas_own_block():
+    """model.norm=rmsnorm, model.mlp_ratio=0: x + mixer(RMSNorm(x)) per block, nothing else stored."""
+    config, task, model = make("model.mixer=mamba", "model.pos=nope", "model.norm=rmsnorm", "model.mlp_ratio=0",
+                               "model.d_state=4")
+    assert all(block.mlp is None and block.norm_mlp is None for block in model.blocks)
+    assert isinstance(model.norm_final, torch.nn.RMSNorm) and model.norm_final.eps == 1e-5
+    assert not any(".mlp." in name or "norm_mlp" in name or name.endswith("norm_final.bias")
+                   for name in model.state_dict())
+    batch = task.sample(4, torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        x = model.embed(batch.tokens)
+        block = model.blocks[0]
+        context = MixerContext(model.encoding.positions(batch.tokens, None), model.encoding)
+        expected = x + block.mixer(torch.nn.functional.rms_norm(x, (32,), block.norm_mixer.weight, 1e-5), context)
+        torch.testing.assert_close(block(x, context), expected)
+    # the default probes run: sparsity finds no MLP to read, the snapshot has the scan's implicit map
+    result = run_probes(model, batch, probe_names(config.probes), snapshot_examples=1)
+    assert not any(r["probe"] == "mlp_nonzero_fraction" for r in result.rows) and "pattern.0" in result.arrays
+
+
+def test_the_default_norm_is_layernorm_with_eps_1e_5():
+    _, _, model = make()
+    norms = [model.norm_final] + [n for b in model.blocks for n in (b.norm_mixer, b.norm_mlp)]
+    assert all(type(n) is torch.nn.LayerNorm and n.eps == 1e-5 and n.bias is not None for n in norms)

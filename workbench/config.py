@@ -24,6 +24,7 @@ SOFTMAXES = ("standard", "clipped")
 SSM_INITS = ("default", "mimetic")
 INITS = ("gpt2", "fan_in")
 FEATURE_MAPS = ("elu1", "based")
+NORMS = ("layernorm", "rmsnorm")
 
 
 @dataclass
@@ -41,7 +42,9 @@ class ModelConfig:
     n_layers: int = 2
     d_model: int = 64
     n_heads: int = 2
-    mlp_ratio: float = 4.0
+    mlp_ratio: float = field(default=4.0, metadata={"help": (
+        "MLP width as a multiple of d_model; 0: no MLP and no norm before it, so the block is "
+        "x + mixer(norm(x)) alone, as Mamba's is (Gu and Dao 2023, arXiv 2312.00752)")})
     activation: str = "relu"
     topk: int = 0  # with activation=topk: keep the k largest MLP activations per token
     pos: str = "learned"
@@ -56,6 +59,9 @@ class ModelConfig:
     ssm_init: str = "default"
     init: str = "gpt2"  # weight scale: gpt2 = N(0, 0.02), fan_in = N(0, 1/fan_in) (models/transformer.py)
     feature_map: str = "elu1"
+    norm: str = field(default="layernorm", metadata={"help": (
+        "every norm of the model (before each mixer and MLP, and the final one): layernorm (with a bias) "
+        "or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich 2019, arXiv 1910.07467); eps 1e-5 both")})
 
     def layer_mixers(self) -> list[str]:
         if self.layers:
@@ -97,7 +103,8 @@ class ProbeConfig:
 # Settings added after runs were stored: left out of a run's identity while at their default, so the
 # runs stored before they existed keep their ids (and are fetched, not retrained).
 # (section, only for this task or None, key, default)
-LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True)]
+LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
+                  ("model", None, "norm", "layernorm")]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -159,11 +166,12 @@ class RunConfig:
         _choice("model.ssm_init", m.ssm_init, SSM_INITS)
         _choice("model.init", m.init, INITS)
         _choice("model.feature_map", m.feature_map, FEATURE_MAPS)
+        _choice("model.norm", m.norm, NORMS)
         for name in ("n_layers", "d_model", "n_heads", "max_positions", "d_state", "d_conv", "expand"):
             check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
         check(m.d_model % m.n_heads == 0, "model.n_heads", m.n_heads,
               f"expected a divisor of model.d_model ({m.d_model})")
-        check(m.mlp_ratio > 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0")
+        check(m.mlp_ratio >= 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0, or 0 for no MLP")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")
         t = self.train
         for name in ("steps", "batch_size", "eval_samples"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ACTIVATIONS, FEATURE_MAPS, INITS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
+from .config import ACTIVATIONS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
 from .typed import describe
 
 SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
@@ -31,7 +31,8 @@ def _choices() -> dict[str, tuple]:
 
     return {"model.mixer": tuple(MIXERS.names()), "model.pos": tuple(POSITIONS.names()),
             "model.activation": ACTIVATIONS, "model.softmax": SOFTMAXES, "model.ssm_init": SSM_INITS,
-            "model.init": INITS, "model.feature_map": FEATURE_MAPS, "probes.extra": tuple(PROBES.names())}
+            "model.init": INITS, "model.feature_map": FEATURE_MAPS, "model.norm": NORMS,
+            "probes.extra": tuple(PROBES.names())}
 
 
 def text_value(value: Any) -> str:

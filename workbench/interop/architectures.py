@@ -1,36 +1,38 @@
 """Which workbench models a Hugging Face architecture computes exactly, and the ones none does.
 
-Every workbench model is one block repeated: x + mixer(LayerNorm(x)), then x + MLP(LayerNorm(x)),
-with biases in every linear layer (not the unembedding), a final LayerNorm (eps 1e-5 throughout)
-and an unembedding of its own, not tied to the embedding. Two transformers architectures compute
-that block with softmax attention exactly, given the right config:
+A workbench model is one block repeated: x + mixer(norm(x)), then x + MLP(norm(x)), with biases in
+every linear layer of attention and the MLP (not the unembedding), a final norm (eps 1e-5
+throughout) and an unembedding of its own, not tied to the embedding. The norm is a LayerNorm
+unless model.norm=rmsnorm; model.mlp_ratio=0 leaves the MLP out. Three transformers architectures
+compute such a model exactly, given the right config:
 
-    GPT-2     (gpt2.py)      positions added to the embeddings: model.pos learned, nope (a zero
-                             table) or sinusoidal (its table written out)
-    GPT-NeoX  (gpt_neox.py)  rotary positions, sequential residual: model.pos rope
+    GPT-2     (gpt2.py)      softmax attention with positions added to the embeddings: model.pos
+                             learned, nope (a zero table) or sinusoidal (its table written out)
+    GPT-NeoX  (gpt_neox.py)  softmax attention with rotary positions, sequential residual: model.pos rope
+    Mamba     (mamba.py)     the Mamba mixer in Mamba's own block: no positions, RMSNorm, no MLP
 
 Everything else is refused with the reason, in one line (REFUSALS). Each architecture module
-holds MODEL_TYPE, HF_CLASS and POSITIONS, and five functions: `check`, `hf_config` and `to_hf`
-(export), `model_fields` and `from_hf` (import). Weights cross in "plain" form, as a model without
-sigmaReparam holds them, so a sigmaReparam model exports its effective weights (common.py).
+holds MODEL_TYPE, HF_CLASS and MIXER (and the attention ones POSITIONS), and five functions:
+`check`, `hf_config` and `to_hf` (export), `model_fields` and `from_hf` (import). Weights cross in
+"plain" form, as a model without sigmaReparam holds them, so a sigmaReparam model exports its
+effective weights (common.py).
 """
 from __future__ import annotations
 
 from ..errors import ConfigError
-from . import gpt2, gpt_neox
+from . import gpt2, gpt_neox, mamba
 
-ARCHITECTURES = {module.MODEL_TYPE: module for module in (gpt2, gpt_neox)}
-BY_POSITION = {pos: module for module in ARCHITECTURES.values() for pos in module.POSITIONS}
+ARCHITECTURES = {module.MODEL_TYPE: module for module in (gpt2, gpt_neox, mamba)}
+ATTENTION = (gpt2, gpt_neox)
+BY_POSITION = {pos: module for module in ATTENTION for pos in module.POSITIONS}
 
 EXPORTABLE = ("exportable: model.mixer=attention with model.pos learned, nope or sinusoidal (as GPT-2) or rope "
               "(as GPT-NeoX), model.activation relu, gelu, gelu_tanh or silu, model.softmax=standard, "
-              "no logit_scaling, no gated_attention")
+              f"model.norm=layernorm, an MLP, no logit_scaling, no gated_attention; or {mamba.EXPORTABLE}")
 
 # (field, value or None for any value) -> why no transformers architecture computes it
 REFUSALS = {
     ("model.layers", None): "per-layer mixers (hybrids) exist in no transformers architecture",
-    ("model.mixer", "mamba"): "MambaForCausalLM normalizes with RMSNorm and has no MLP, where the workbench's "
-                              "Mamba block has LayerNorm and an MLP",
     ("model.mixer", None): "no transformers causal LM has this sequence mixer in the workbench's block",
     ("model.pos", "alibi"): "no transformers architecture computes this ALiBi block exactly: MPT has no biases and "
                             "a fixed 4x GELU MLP, Bloom normalizes the embeddings, Falcon divides the bias by "
@@ -48,6 +50,9 @@ REFUSALS = {
     ("model.softmax", "clipped"): "the clipped softmax exists in no transformers architecture",
     ("model.logit_scaling", True): "log-length logit scaling exists in no transformers architecture",
     ("model.gated_attention", True): "per-head output gates exist in no transformers architecture",
+    ("model.norm", "rmsnorm"): "GPT-2 and GPT-NeoX normalize with LayerNorm; the attention architectures with "
+                               "RMSNorm (Llama and its kin) have no biases and a gated MLP",
+    ("model.mlp_ratio", 0.0): "every block of GPT-2 and GPT-NeoX has an MLP",
 }
 
 
@@ -62,11 +67,15 @@ def architecture_for(model_config):
     if len(mixers) > 1:
         raise refuse("model.layers", m.layers, REFUSALS[("model.layers", None)])
     (mixer,) = mixers
+    if mixer == mamba.MIXER:
+        mamba.check(m)  # its block, positions and norms; the attention and MLP options do nothing in it
+        return mamba
     if mixer != "attention":
         field = "model.layers" if m.layers else "model.mixer"
         raise refuse(field, m.layers or mixer, REFUSALS.get(("model.mixer", mixer), REFUSALS[("model.mixer", None)]))
     for field, value in (("model.pos", m.pos), ("model.activation", m.activation), ("model.softmax", m.softmax),
-                         ("model.logit_scaling", m.logit_scaling), ("model.gated_attention", m.gated_attention)):
+                         ("model.logit_scaling", m.logit_scaling), ("model.gated_attention", m.gated_attention),
+                         ("model.norm", m.norm), ("model.mlp_ratio", m.mlp_ratio)):
         if (field, value) in REFUSALS:
             raise refuse(field, value, REFUSALS[(field, value)])
     if m.pos not in BY_POSITION:  # a positional encoding added after this table was written

@@ -1,10 +1,10 @@
 """`workbench import-model DIR`: a local Hugging Face causal LM as a workbench run.
 
 The folder must hold config.json and safetensors weights (pickled .bin weights are never
-loaded) of an architecture the workbench's block computes exactly (architectures.py): GPT-2, or
-GPT-NeoX with a sequential residual and full rotary. The run's task is `imported` (random token
-ids of the model's vocabulary, tasks/imported.py), its model section the equivalent workbench
-config, its weights converted. The run id is the hash of that config, which holds a digest of the
+loaded) of an architecture the workbench's block computes exactly (architectures.py): GPT-2,
+GPT-NeoX with a sequential residual and full rotary, or Mamba. The run's task is `imported`
+(random token ids of the model's vocabulary, tasks/imported.py), its model section the
+equivalent workbench config, its weights converted. The run id is the hash of that config, which holds a digest of the
 weights: importing the same folder twice gives the same run, two models never share one.
 
 On import the converted model is run beside the transformers model and must give the same logits;
@@ -27,12 +27,11 @@ from ..errors import ConfigError, check
 from ..models import build_model
 from ..store import COMPLETED, Run, atomic_write_json, data_root, metrics_frame, run_path
 from . import packages
-from .architectures import ARCHITECTURES, REFUSALS
+from .architectures import ARCHITECTURES
 from .common import TOLERANCE, max_logit_difference
 
 PROBE_LENGTH = 32  # tokens per probe and evaluation sample, at most the model's position table
 IMPORT_REFUSALS = {
-    "mamba": REFUSALS[("model.mixer", "mamba")],
     "llama": "Llama normalizes with RMSNorm and has a gated MLP without biases; the workbench's block has neither",
     "bloom": "Bloom normalizes the embeddings and uses ALiBi, neither of which the workbench's models do",
     "mpt": "MPT uses ALiBi and no biases, which the workbench's models do not",
@@ -116,7 +115,7 @@ def _symbols(hf_config) -> list[str]:
 
 
 def _run_config(hf_config, architecture, model_fields: dict, weight_files: list[Path]) -> RunConfig:
-    length = min(PROBE_LENGTH, model_fields["max_positions"])
+    length = min(PROBE_LENGTH, model_fields.get("max_positions", PROBE_LENGTH))  # Mamba has no position table
     task = {"name": "imported", "vocab_size": hf_config.vocab_size, "length": length,
             "architecture": architecture.MODEL_TYPE, "weights": weights_digest(weight_files),
             "workbench_run": _exported_by(hf_config).get("run_id", ""), "symbols": _symbols(hf_config)}

@@ -1,8 +1,12 @@
-"""A decoder-only stack: embeddings, pre-LN blocks (mixer + MLP), final norm, unembedding.
+"""A decoder-only stack: embeddings, pre-norm blocks (mixer + MLP), final norm, unembedding.
+
+The norms are LayerNorms, or RMSNorms with model.norm=rmsnorm; model.mlp_ratio=0 leaves the MLP
+(and its norm) out, so a block is x + mixer(norm(x)) alone: with rmsnorm, Mamba's own block
+(Gu and Dao 2023, arXiv 2312.00752), which transformers' MambaForCausalLM computes.
 
 Hook points, by name: `blocks.{i}.hook_resid_pre`, `blocks.{i}.mixer.hook_pattern`,
 `blocks.{i}.mixer.hook_scores` (attention), `blocks.{i}.mlp.hook_post` (activations after the
-nonlinearity), `blocks.{i}.hook_resid_post`.
+nonlinearity; blocks with an MLP), `blocks.{i}.hook_resid_post`.
 """
 from __future__ import annotations
 
@@ -52,20 +56,35 @@ class MLP(nn.Module):
         return self.fc_out(self.hook_post(self.activate(self.fc_in(x))))
 
 
+NORM_EPS = 1e-5  # torch.nn.LayerNorm's default; RMSNorm is given it too (its own default is dtype-dependent)
+
+
+def make_norm(config) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=NORM_EPS)
+    return nn.LayerNorm(config.d_model, eps=NORM_EPS)
+
+
+def has_mlp(config) -> bool:
+    return config.mlp_ratio > 0
+
+
 class Block(nn.Module):
     def __init__(self, config, mixer_name: str, layer_index: int):
         super().__init__()
-        self.norm_mixer = nn.LayerNorm(config.d_model)
+        self.norm_mixer = make_norm(config)
         self.mixer = MIXERS.get(mixer_name)(config, layer_index)
-        self.norm_mlp = nn.LayerNorm(config.d_model)
-        self.mlp = MLP(config)
+        # without an MLP neither module exists, so the state dict holds no unused weights
+        self.norm_mlp = make_norm(config) if has_mlp(config) else None
+        self.mlp = MLP(config) if has_mlp(config) else None
         self.hook_resid_pre = HookPoint()
         self.hook_resid_post = HookPoint()
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         x = self.hook_resid_pre(x)
         x = x + self.mixer(self.norm_mixer(x), context)
-        x = x + self.mlp(self.norm_mlp(x))
+        if self.mlp is not None:
+            x = x + self.mlp(self.norm_mlp(x))
         return self.hook_resid_post(x)
 
 
@@ -77,7 +96,7 @@ class SequenceModel(HookedModule):
         self.embed = nn.Embedding(vocab_size, config.d_model)
         self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
         self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers))
-        self.norm_final = nn.LayerNorm(config.d_model)
+        self.norm_final = make_norm(config)
         # sigma_reparam covers every linear layer, the unembedding too (Zhai et al. 2023)
         self.unembed = make_linear(config.d_model, vocab_size, bias=False, sigma_reparam=config.sigma_reparam)
         self.apply(partial(_init_weights, scheme=config.init))
