@@ -419,12 +419,9 @@ def cmd_demo(args) -> int:
 
 
 def cmd_app(args) -> int:
-    import subprocess
+    from .serve import app_command, run_forwarding_signals
 
-    home = Path(__file__).resolve().parent.parent / "app" / "Home.py"
-    command = [sys.executable, "-m", "streamlit", "run", str(home), "--server.address", args.host,
-               "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
-    return subprocess.call(command)
+    return run_forwarding_signals(app_command(args.host, args.port))
 
 
 COMMANDS = {"train": cmd_train, "sweep": cmd_sweep, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
