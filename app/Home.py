@@ -2,12 +2,13 @@
 length-generalization curve. Thin: every number and figure comes from `workbench`."""
 import streamlit as st
 
-from workbench.app_support import pick_run, runs_table, show_error
+from workbench.app_support import pick_run, runs_table, show_error, store_line
 from workbench.figures import runs as run_figures
 
 st.set_page_config(page_title="workbench", layout="wide")
 st.title("workbench")
 st.caption("Train small sequence models on synthetic tasks and see inside them.")
+st.caption(store_line() + " The command line and the notebooks read and write the same one.")
 
 table = runs_table()
 if not table.empty:  # the best run first, so the page opens on something worth looking at

@@ -11,7 +11,7 @@ import warnings
 import pandas as pd
 
 from .errors import ConfigError
-from .store import list_runs, open_run
+from .store import data_root, data_root_origin, list_runs, open_run
 
 TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "step", "loss",
                  "exact_match", "demo", "label"]
@@ -29,6 +29,11 @@ def runs_table(columns: list[str] | None = TABLE_COLUMNS) -> pd.DataFrame:
         warnings.simplefilter("ignore")
         table = list_runs()
     return table[columns] if columns and not table.empty else table
+
+
+def store_line() -> str:
+    """Where the runs are, for the Home page: the command line and notebooks use the same folder."""
+    return f"Run store: `{data_root()}` ({data_root_origin()})."
 
 
 def filter_runs(table: pd.DataFrame, text: str = "", statuses=(), tasks=(), mixers=(), positions=(),

@@ -224,7 +224,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .store import list_runs
+    from .store import data_root, data_root_origin, list_runs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -233,7 +233,9 @@ def cmd_runs(args) -> int:
         print(f"warning: {warning.message}", file=sys.stderr)
     if args.json:
         _print_json(table.to_dict("records"))
-    elif table.empty:
+        return 0
+    print(f"run store: {data_root()} ({data_root_origin()})")
+    if table.empty:
         print("no runs yet; try: workbench train task.name=addition model.pos=coupling")
     else:
         print(table.drop(columns=["created"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
