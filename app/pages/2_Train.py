@@ -61,8 +61,7 @@ if any(job.alive for job in all_jobs):
 announced = st.session_state.setdefault("train_announced", [])
 for job in [job for job in all_jobs if not job.alive]:
     if job.name not in announced and background.job_outcome(job) == "completed":  # select it everywhere
-        selected = st.session_state.get(support.SELECTED_RUNS, [])
-        st.session_state[support.SELECTED_RUNS] = [job.name] + [r for r in selected if r != job.name]
+        support.set_selection([job.name])
         announced.append(job.name)
     show_finished(job)
 

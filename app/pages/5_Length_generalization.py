@@ -27,8 +27,7 @@ def show_runs(with_curves) -> None:
         st.info("No run has a length curve yet. Evaluate a finished run above, train with "
                 "`task.eval_lengths=5,10,20`, or run `workbench eval-length RUN --lengths 5,10,20`.")
         return
-    runs = support.pick_runs(with_curves, key="length_runs",
-                             default=support.selected_run_ids(with_curves) or support.same_task_runs(with_curves))
+    runs = support.pick_runs(with_curves, key="length_runs", default=support.same_task_runs(with_curves))
     group = st.selectbox("one line per", run_figures.LABEL_KEYS, index=1, key="length_group",
                          help="runs that share a value (e.g. seeds of one encoding) form a median line with a band")
     if not runs:
@@ -69,7 +68,7 @@ def evaluate_form(expanded: bool) -> str | None:
         if completed.empty:
             st.info("No completed run to evaluate yet.")
             return None
-        run = support.pick_run(completed, key="length_eval_run")
+        run = support.pick_run(completed, key="length_eval_run", selects=False)
         defaults = run.config().task.eval_lengths
         with st.form("length_eval_form"):
             lengths = st.text_input("test lengths (--lengths)", value=",".join(map(str, defaults)) or "5,10,20",
@@ -104,7 +103,7 @@ def offsets_form() -> None:
                    "evaluation starts them at the smallest one, as the papers' code does, where the operators "
                    "carry an id no digit ever does. A run that fails only there learned its ids as a table, "
                    "not the task. The same samples are read at every offset; nothing is stored.")
-        run = support.pick_run(coupled, key="length_offset_run")
+        run = support.pick_run(coupled, key="length_offset_run", selects=False)
         with st.form("length_offset_form"):
             left, middle, right = st.columns(3)
             lengths = left.text_input("test lengths (--lengths)", value=",".join(map(str, run.config().task.eval_lengths))
@@ -130,7 +129,7 @@ if source == "runs":
     evaluated = evaluate_form(expanded=not any(has_curve))
     if evaluated:  # recomputed: the run may have had no curve before
         has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
-        support.add_to_choice("length_runs", table[table.run_id == evaluated])
+        support.add_to_selection([evaluated])
     show_runs(table[has_curve])
     offsets_form()
 else:
