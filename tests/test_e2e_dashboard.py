@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 TINY_FORM = {"max_digits": "3", "eval_lengths": "2,3,5", "n_layers": "1", "d_model": "16", "steps": "30",
              "batch_size": "16", "warmup": "5", "eval_samples": "32", "threads": "1",
@@ -86,6 +87,7 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
     screenshot(page, artifacts_dir / "dashboard-8-length-evaluated.png")
 
 
+FIRST_RUN_PRESET = "A first run: addition with position coupling"
 SELECTION_PAGES = {"Attention": "Attention", "Dynamics": "Dynamics", "Length generalization": "Length_generalization"}
 
 
@@ -123,8 +125,9 @@ def open_link(browser, url: str):
 @pytest.mark.browser
 def test_a_run_trained_on_the_train_page_is_selected_on_every_page(streamlit_server, browser_page, data_dir,
                                                                      chromium_browser):
-    """With the shipped demo runs in the store and one of them selected first: the run trained here is
-    the one every page opens on, by the sidebar; a link names the run each page opens on."""
+    """With the shipped demo runs in the store and one of them selected first: the run trained here from
+    the README's preset (on a tiny budget) is the one every page opens on, by the sidebar; a link names
+    the run each page opens on."""
     url = streamlit_server(data_dir)
     demo_id = other_demo_run()
     page = browser_page
@@ -132,12 +135,17 @@ def test_a_run_trained_on_the_train_page_is_selected_on_every_page(streamlit_ser
     page.get_by_role("heading", name="Training dynamics").first.wait_for(timeout=WAIT_MS)
     shows_selected(page, demo_id)
     open_page(page, "Train")
+    page.get_by_role("combobox", name="start from").click()
+    page.get_by_role("option", name=FIRST_RUN_PRESET).click()
+    expect(page.get_by_role("textbox", name="eval_lengths")).to_have_value("5,10,15", timeout=WAIT_MS)  # filled in
+    wait_until_idle(page)
     page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
-    for label, value in {**TINY_FORM, "steps": "10"}.items():
+    for label, value in {**TINY_FORM, "steps": "10"}.items():  # the preset's model, on a tiny budget
         page.get_by_label(label, exact=True).fill(value)
     page.get_by_role("button", name="Train").click()
     page.get_by_text(": completed").wait_for(timeout=TRAINING_WAIT_MS)
     run_id = trained_run_id(data_dir)
+    assert page.get_by_text("loss nan").count() == 0
 
     for name in SELECTION_PAGES:  # by the sidebar, in one session
         open_page(page, name)

@@ -236,18 +236,46 @@ def evaluate_by_length(evaluate):
 
 
 def form_widget(field, key: str):
-    """One Train-form field as a widget: select box, multiselect, checkbox or text."""
+    """One Train-form field as a widget: select box, multiselect, checkbox or text. A value already in the
+    session (a preset, or the user's own) is kept; otherwise the field's default is shown."""
     import streamlit as st
 
     label = field.key.split(".", 1)[1]
+    preset = key in st.session_state  # passing a default as well would make Streamlit warn
+    help_text = field.help or None
     if field.kind == "choice":
         index = list(field.choices).index(field.default) if field.default in field.choices else 0
-        return st.selectbox(label, field.choices, index=index, key=key, help=field.help or None)
+        return st.selectbox(label, field.choices, key=key, help=help_text, **({} if preset else {"index": index}))
     if field.kind == "multichoice":
-        return st.multiselect(label, field.choices, default=list(field.default), key=key, help=field.help or None)
+        return st.multiselect(label, field.choices, key=key, help=help_text,
+                              **({} if preset else {"default": list(field.default)}))
     if field.kind == "bool":
-        return st.checkbox(label, value=field.default, key=key, help=field.help or None)
-    return st.text_input(label, value=field.default, key=key, help=field.help or None)
+        return st.checkbox(label, key=key, help=help_text, **({} if preset else {"value": field.default}))
+    return st.text_input(label, key=key, help=help_text, **({} if preset else {"value": field.default}))
+
+
+def train_form_state(config, preset_title: str) -> dict:
+    """Session-state values that fill the Train page with `config` (a preset's first run): the preset,
+    task and mixer choices and every field the form shows."""
+    from .forms import form_values, mixer_of
+
+    task = config.task.name
+    return {"train_preset": preset_title, "train_task": task, "train_mixer": mixer_of(config),
+            **{f"train_{task}_{key}": value for key, value in form_values(config).items()}}
+
+
+def describe_outcomes(outcomes: list[tuple[str, str]]) -> list[str]:
+    """One sentence per run the Train form sent off (background.train_or_reuse's outcomes)."""
+    lines = []
+    for run_id, outcome in outcomes:
+        if outcome.startswith("reused"):
+            lines.append(f"Run **{run_id}** was trained before with exactly these settings "
+                         f"({outcome.split(' ', 1)[1]}): the stored run is reused, not trained again.")
+        elif outcome == "resumed":
+            lines.append(f"Run **{run_id}** was interrupted before: training resumes from its checkpoint.")
+        else:
+            lines.append(f"Run **{run_id}** is training.")
+    return lines
 
 
 def form_section(fields: list, key_prefix: str, columns: int = 4) -> dict:
