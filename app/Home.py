@@ -2,7 +2,8 @@
 length-generalization curve. Thin: every number and figure comes from `workbench`."""
 import streamlit as st
 
-from workbench.app_support import pick_run, runs_table, show_error, store_line
+from workbench.app_support import exact_match_column, pick_run, runs_table, show_error, store_line
+from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 
 st.set_page_config(page_title="workbench", layout="wide")
@@ -20,11 +21,13 @@ if table.empty:
     st.stop()
 
 st.subheader("Runs")
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(table, hide_index=True, width="stretch", column_config={"exact_match": exact_match_column()})
 
 run = pick_run(table, key="home_run")
 if run is None:
     st.stop()
+for note in run_notes(run):
+    st.warning(note)
 
 left, right = st.columns(2)
 with left:

@@ -32,6 +32,19 @@ def runs_table(columns: list[str] | None = TABLE_COLUMNS) -> pd.DataFrame:
     return table[columns] if columns and not table.empty else table
 
 
+def percent_column(help_text: str, label: str = "exact match (%)"):
+    """A table column of shares (0-1) shown in percent, as every figure shows exact match."""
+    import streamlit as st
+
+    return st.column_config.NumberColumn(label, format="percent", help=help_text)
+
+
+def exact_match_column():
+    """The runs tables' exact-match column: in percent, with what it was measured on."""
+    return percent_column("the share of fresh samples at the training lengths whose whole answer is right, "
+                          "at the last evaluation", "exact match (%, training lengths)")
+
+
 def store_line() -> str:
     """Where the runs are, for the Home page: the command line and notebooks use the same folder."""
     return f"Run store: `{data_root()}` ({data_root_origin()})."

@@ -5,6 +5,7 @@ position ids, exact match by where the ids start (`workbench eval-length --offse
 import streamlit as st
 
 from workbench import app_support as support
+from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import offset_curves
 from workbench.probes.id_offset import default_offset, evaluate_offsets, reads_coupled_ids
@@ -33,6 +34,9 @@ def show_runs(with_curves) -> None:
     if not runs:
         st.info("Choose one or more runs.")
         return
+    for run, name in zip(runs, run_figures.run_names(runs)):
+        for note in run_notes(run):
+            st.warning(f"**{name}**: {note}")
     try:
         fig = run_figures.runs_length_curve(runs, run_figures.run_labels(runs, group))
         support.figure_view(fig, "length_curve", support.download_name("length", *[r.run_id for r in runs]))
@@ -84,7 +88,8 @@ def evaluate_form(expanded: bool) -> str | None:
             run.run_id, lengths, int(n), int(entropy_n) if entropy else 0, progress=progress))
         if result is None:
             return None
-        st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result")
+        st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result",
+                     column_config={"exact_match": support.percent_column("exact match at this length")})
         if run.read_only:
             st.info("This is a shipped demo run, which is read-only: the results above are not stored.")
             return None

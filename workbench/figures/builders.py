@@ -117,7 +117,8 @@ def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", t
         fig.add_trace(go.Scatter(x=layer_rows.length, y=layer_rows.value, mode="lines+markers", name=f"layer {layer}",
                                  line=dict(color=color(i)),
                                  hovertemplate="length %{x}<br>%{y:.3f}<extra>layer " + str(layer) + "</extra>"))
-    fig.update_xaxes(title="test length", type="log", tickvals=sorted(frame.length.unique()), tickformat="~g")
+    fig.update_xaxes(title="test length (log scale)", type="log", tickvals=sorted(frame.length.unique()),
+                     tickformat="~g")
     fig.update_yaxes(title="attention entropy (nats)" if probe == "entropy" else "normalized attention entropy")
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
@@ -156,7 +157,7 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
     # A log axis only pays over a factor of 10 or more; over a narrower range (one evaluation point, a
     # loss that has settled) plotly crowds it with minor tick labels.
     if log_y and decades(frame.value) >= 1:
-        fig.update_yaxes(title=y_title, **log_axis(frame.value))
+        fig.update_yaxes(title=f"{y_title} (log scale)", **log_axis(frame.value))
     else:
         fig.update_yaxes(title=y_title, type="linear")
     return paper_style(fig, height=320, title=title)
