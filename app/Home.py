@@ -7,6 +7,7 @@ from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 
 st.set_page_config(page_title="workbench", layout="wide")
+HOME_COLUMNS = ["run_id", "label", "task", "mixer", "pos", "seed", "step", "loss", "exact_match", "demo"]  # fits the page
 st.title("workbench")
 st.caption("Train small sequence models on synthetic tasks and see inside them.")
 st.caption(store_line() + " The command line and the notebooks read and write the same one.")
@@ -21,7 +22,8 @@ if table.empty:
     st.stop()
 
 st.subheader("Runs")
-st.dataframe(table, hide_index=True, width="stretch", column_config={"exact_match": exact_match_column()})
+st.dataframe(table[HOME_COLUMNS], hide_index=True, width="stretch", column_config={"exact_match": exact_match_column()})
+st.caption("Every column, filters and comparisons: the **Runs** page.")
 
 run = pick_run(table, key="home_run")
 if run is None:

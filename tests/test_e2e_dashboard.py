@@ -160,3 +160,32 @@ def test_a_run_trained_on_the_train_page_is_selected_on_every_page(streamlit_ser
                 shows_selected(linked, linked_id)
             finally:
                 context.close()
+
+
+SCREENSHOT_PAGES = {"Home": "", "Runs": "Runs", "Train": "Train", "Attention": "Attention", "Dynamics": "Dynamics",
+                    "Length generalization": "Length_generalization", "Memorization": "Memorization",
+                    "Experiments": "Experiments"}
+
+
+@pytest.mark.browser
+@pytest.mark.shipped  # the Experiments page shows the shipped results, as a fresh clone does
+def test_screenshots_of_every_page_at_1400x1000(streamlit_server, browser_page, data_dir, artifacts_dir):
+    """Every page on the shipped demo runs, two of them selected by the link, as a reader sees it first:
+    artifacts/page-*.png at 1400x1000, for a person to look at (the test checks only that each page drew
+    without an exception)."""
+    from workbench.store import list_runs
+
+    url = streamlit_server(data_dir)
+    demo = list_runs()
+    addition = demo[demo.task == "addition"].run_id.tolist()[:2]
+    page = browser_page
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    for name, path in SCREENSHOT_PAGES.items():
+        page.goto(f"{url}/{path}?runs={','.join(addition)}")
+        page.locator("h1").first.wait_for(timeout=WAIT_MS)
+        if name not in ("Train", "Experiments"):
+            page.locator(PLOT).first.wait_for(timeout=WAIT_MS)
+        wait_until_idle(page)
+        page.evaluate("for (const e of document.querySelectorAll('*')) { if (e.scrollTop) e.scrollTop = 0; }")
+        page.screenshot(path=str(artifacts_dir / f"page-{name.replace(' ', '_').lower()}.png"))
+        assert page.locator("[data-testid='stException']").count() == 0, f"{name} page raised"

@@ -41,8 +41,8 @@ def percent_column(help_text: str, label: str = "exact match (%)"):
 
 def exact_match_column():
     """The runs tables' exact-match column: in percent, with what it was measured on."""
-    return percent_column("the share of fresh samples at the training lengths whose whole answer is right, "
-                          "at the last evaluation", "exact match (%, training lengths)")
+    return percent_column("exact match at the training lengths: the share of fresh samples of those lengths "
+                          "whose whole answer is right, at the last evaluation", "exact match (%)")
 
 
 def store_line() -> str:
@@ -249,22 +249,22 @@ def evaluate_by_length(evaluate):
 
 
 def form_widget(field, key: str):
-    """One Train-form field as a widget: select box, multiselect, checkbox or text. A value already in the
-    session (a preset, or the user's own) is kept; otherwise the field's default is shown."""
+    """One Train-form field as a widget: select box, multiselect, checkbox or text. Its value lives in the
+    session (a preset writes it there too): the field's default is put there on first sight, never passed
+    to the widget, because a widget drawn once with a default and later without one shows an empty box."""
     import streamlit as st
 
-    label = field.key.split(".", 1)[1]
-    preset = key in st.session_state  # passing a default as well would make Streamlit warn
-    help_text = field.help or None
+    if key not in st.session_state:
+        default = field.default if field.kind != "choice" or field.default in field.choices else field.choices[0]
+        st.session_state[key] = list(default) if field.kind == "multichoice" else default
+    label, help_text = field.key.split(".", 1)[1], field.help or None
     if field.kind == "choice":
-        index = list(field.choices).index(field.default) if field.default in field.choices else 0
-        return st.selectbox(label, field.choices, key=key, help=help_text, **({} if preset else {"index": index}))
+        return st.selectbox(label, field.choices, key=key, help=help_text)
     if field.kind == "multichoice":
-        return st.multiselect(label, field.choices, key=key, help=help_text,
-                              **({} if preset else {"default": list(field.default)}))
+        return st.multiselect(label, field.choices, key=key, help=help_text)
     if field.kind == "bool":
-        return st.checkbox(label, key=key, help=help_text, **({} if preset else {"value": field.default}))
-    return st.text_input(label, key=key, help=help_text, **({} if preset else {"value": field.default}))
+        return st.checkbox(label, key=key, help=help_text)
+    return st.text_input(label, key=key, help=help_text)
 
 
 def train_form_state(config, preset_title: str) -> dict:

@@ -95,8 +95,8 @@ if preset:
 left, right = st.columns(2)
 task_name = left.selectbox("task", TASKS.names(), key="train_task", on_change=leave_preset)
 left.caption(TASKS.get(task_name).description)
-mixer = right.selectbox("mixer", mixer_choices(), key="train_mixer", help=MIXER_HELP,
-                        **({} if "train_mixer" in st.session_state else {"index": mixer_choices().index(ModelConfig.mixer)}))
+st.session_state.setdefault("train_mixer", ModelConfig.mixer)  # in the session, never passed: see form_widget
+mixer = right.selectbox("mixer", mixer_choices(), key="train_mixer", help=MIXER_HELP)
 right.caption("The form shows the settings this mixer and task read.")
 if st.session_state.get("train_command"):
     st.caption("The same run from the command line:")
