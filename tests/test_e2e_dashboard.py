@@ -185,6 +185,8 @@ def test_screenshots_of_every_page_at_1400x1000(streamlit_server, browser_page, 
         page.locator("h1").first.wait_for(timeout=WAIT_MS)
         if name not in ("Train", "Experiments"):
             page.locator(PLOT).first.wait_for(timeout=WAIT_MS)
+        if name == "Train":  # every field shows its default (a field once drew as an empty box)
+            expect(page.get_by_role("textbox", name="max_digits")).to_have_value("10", timeout=WAIT_MS)
         wait_until_idle(page)
         page.evaluate("for (const e of document.querySelectorAll('*')) { if (e.scrollTop) e.scrollTop = 0; }")
         page.screenshot(path=str(artifacts_dir / f"page-{name.replace(' ', '_').lower()}.png"))

@@ -70,3 +70,23 @@ def test_log_axes_say_so():
     loss = pd.DataFrame({"step": [0, 100, 200], "value": [5.0, 0.5, 0.01], "series": "loss"})
     assert metric_over_steps(loss, "training loss", log_y=True).layout.yaxis.title.text == "training loss (log scale)"
     assert metric_over_steps(loss, "training loss").layout.yaxis.title.text == "training loss"
+
+
+def test_attention_maps_and_grids_name_their_axes_and_thin_long_token_labels():
+    import numpy as np
+
+    from workbench.figures.builders import GRID_TICKS, MAP_TICKS, attention_grid, attention_map
+
+    tokens = [str(i % 10) for i in range(60)]
+    pattern = np.full((60, 60), 1 / 60)
+    single = attention_map(pattern, tokens)
+    assert single.layout.xaxis.title.text == "key" and single.layout.yaxis.title.text == "query"
+    assert 10 <= len(single.layout.xaxis.tickvals) <= MAP_TICKS  # readable, and still spread over the sample
+    grid = attention_grid({0: pattern[None].repeat(2, 0), 1: pattern[None].repeat(2, 0)}, tokens)
+    shown_x = [axis for name, axis in grid.layout.to_plotly_json().items() if name.startswith("xaxis")
+               and axis.get("showticklabels")]
+    shown_y = [axis for name, axis in grid.layout.to_plotly_json().items() if name.startswith("yaxis")
+               and axis.get("showticklabels")]
+    assert len(shown_x) == 2 and len(shown_y) == 2  # the bottom row's keys, the first column's queries
+    assert all(axis["title"]["text"] == "key" and len(axis["tickvals"]) <= GRID_TICKS for axis in shown_x)
+    assert all(axis["title"]["text"] == "query" for axis in shown_y)
