@@ -39,7 +39,8 @@ app: $(VENV)/.installed
 #                    earlier test run or from the user's own store
 # --nbval            every notebook is executed and its outputs compared with the stored ones,
 #                    after the masks in tests/nbval_sanitize.cfg (timings, addresses, progress
-#                    bars, run ids, temp paths); cells tagged NBVAL_IGNORE_OUTPUT are run only
+#                    bars, run ids, temp paths); cells tagged nbval-ignore-output (cell metadata, out of the
+#                    students' sight) are run only
 # --nbval-current-env  notebooks run in this venv's Python, whatever kernel they name
 # Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
 # First, `workbench experiment report --check`: every shipped result in data/results/ must still

@@ -2,12 +2,15 @@
 length-generalization curve. Thin: every number and figure comes from `workbench`."""
 import streamlit as st
 
-from workbench.app_support import pick_run, runs_table, show_error
+from workbench.app_support import exact_match_column, pick_run, runs_table, show_error, store_line
+from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 
 st.set_page_config(page_title="workbench", layout="wide")
+HOME_COLUMNS = ["run_id", "label", "task", "mixer", "pos", "seed", "step", "loss", "exact_match", "demo"]  # fits the page
 st.title("workbench")
 st.caption("Train small sequence models on synthetic tasks and see inside them.")
+st.caption(store_line() + " The command line and the notebooks read and write the same one.")
 
 table = runs_table()
 if not table.empty:  # the best run first, so the page opens on something worth looking at
@@ -19,11 +22,14 @@ if table.empty:
     st.stop()
 
 st.subheader("Runs")
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(table[HOME_COLUMNS], hide_index=True, width="stretch", column_config={"exact_match": exact_match_column()})
+st.caption("Every column, filters and comparisons: the **Runs** page.")
 
 run = pick_run(table, key="home_run")
 if run is None:
     st.stop()
+for note in run_notes(run):
+    st.warning(note)
 
 left, right = st.columns(2)
 with left:

@@ -40,7 +40,10 @@ def test_home_says_how_to_evaluate_a_run_without_a_length_curve(data_dir):
     app = AppTest.from_file(HOME, default_timeout=TIMEOUT)
     app.session_state[SELECTED_RUNS] = [run.run_id]
     app.run()
-    assert not app.exception and not app.warning
+    from workbench.explain import run_notes
+
+    assert not app.exception
+    assert [w.value for w in app.warning] == run_notes(run)  # 4 steps: a smoke test that never fit, said so
     assert any(f"workbench eval-length {run.run_id}" in info.value for info in app.info)
     assert len(app.get("plotly_chart")) == 1  # its attention map only
 

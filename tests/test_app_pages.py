@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from workbench import background
 from workbench.app_support import SELECTED_RUNS, filter_runs, runs_table
+from workbench.forms import HYBRID as HYBRID_MIXER
 from workbench.config import RunConfig
 from workbench.train import train
 
@@ -384,7 +385,8 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
 
     app = run_page("Train")
     assert app.selectbox(key="train_task").options == TASKS.names()
-    assert app.selectbox(key="train_addition_model.mixer").options == MIXERS.names()
+    assert app.selectbox(key="train_mixer").options == [*MIXERS.names(), HYBRID_MIXER]
+    assert app.selectbox(key="train_mixer").value == "attention"
     assert app.selectbox(key="train_addition_model.pos").options == POSITIONS.names()
     norm = app.selectbox(key="train_addition_model.norm")
     assert norm.options == ["layernorm", "rmsnorm"] and norm.value == "layernorm" and "Mamba" in norm.help

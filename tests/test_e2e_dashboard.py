@@ -4,7 +4,10 @@ at a longer length from the Length generalization page. A screenshot of every pa
 artifacts/."""
 from __future__ import annotations
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 TINY_FORM = {"max_digits": "3", "eval_lengths": "2,3,5", "n_layers": "1", "d_model": "16", "steps": "30",
              "batch_size": "16", "warmup": "5", "eval_samples": "32", "threads": "1",
@@ -82,3 +85,109 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
     page.locator(PLOT, has_text="attention entropy (nats)").first.wait_for(timeout=WAIT_MS)
     wait_until_idle(page)
     screenshot(page, artifacts_dir / "dashboard-8-length-evaluated.png")
+
+
+FIRST_RUN_PRESET = "A first run: addition with position coupling"
+SELECTION_PAGES = {"Attention": "Attention", "Dynamics": "Dynamics", "Length generalization": "Length_generalization"}
+
+
+def trained_run_id(data_dir) -> str:
+    (run_id,) = [p.name for p in data_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return run_id
+
+
+def shows_selected(page, run_id: str) -> None:
+    """The page's run picker shows the run (a select box holds it as its input's value, a multiselect as
+    a tag), and the address names it. Only visible pickers count: a folded form has its own."""
+    select_box = page.locator(f"[data-testid='stSelectbox'] input[value^='{run_id} ']")
+    multiselect = page.locator("[data-testid='stMultiSelect']", has_text=run_id)
+    select_box.or_(multiselect).filter(visible=True).first.wait_for(timeout=WAIT_MS)
+    page.wait_for_url(re.compile(f"[?&]run={run_id}"), timeout=WAIT_MS)
+
+
+def other_demo_run() -> str:
+    """A shipped demo run of another task than the one trained here: no page starts on it unless told to."""
+    from workbench.store import list_runs
+
+    table = list_runs()
+    return table[table.demo & (table.task != "addition")].run_id.iloc[0]
+
+
+def open_link(browser, url: str):
+    """Open a link in a new browser session (nothing remembered) and wait for its page's title."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(url)
+    page.locator("h1").first.wait_for(timeout=WAIT_MS)
+    return context, page
+
+
+@pytest.mark.browser
+def test_a_run_trained_on_the_train_page_is_selected_on_every_page(streamlit_server, browser_page, data_dir,
+                                                                     chromium_browser):
+    """With the shipped demo runs in the store and one of them selected first: the run trained here from
+    the README's preset (on a tiny budget) is the one every page opens on, by the sidebar; a link names
+    the run each page opens on."""
+    url = streamlit_server(data_dir)
+    demo_id = other_demo_run()
+    page = browser_page
+    page.goto(f"{url}/Dynamics?run={demo_id}")
+    page.get_by_role("heading", name="Training dynamics").first.wait_for(timeout=WAIT_MS)
+    shows_selected(page, demo_id)
+    open_page(page, "Train")
+    page.get_by_role("combobox", name="start from").click()
+    page.get_by_role("option", name=FIRST_RUN_PRESET).click()
+    expect(page.get_by_role("textbox", name="eval_lengths")).to_have_value("5,10,15", timeout=WAIT_MS)  # filled in
+    wait_until_idle(page)
+    page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
+    for label, value in {**TINY_FORM, "steps": "10"}.items():  # the preset's model, on a tiny budget
+        page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("button", name="Train").click()
+    page.get_by_text(": completed").wait_for(timeout=TRAINING_WAIT_MS)
+    run_id = trained_run_id(data_dir)
+    assert page.get_by_text("loss nan").count() == 0
+
+    for name in SELECTION_PAGES:  # by the sidebar, in one session
+        open_page(page, name)
+        shows_selected(page, run_id)
+        wait_until_idle(page)
+        assert page.locator("[data-testid='stException']").count() == 0, f"{name} page raised"
+
+    for path in SELECTION_PAGES.values():  # by a link, each in a new session
+        for linked_id in (run_id, demo_id):
+            context, linked = open_link(chromium_browser, f"{url}/{path}?run={linked_id}")
+            try:
+                shows_selected(linked, linked_id)
+            finally:
+                context.close()
+
+
+SCREENSHOT_PAGES = {"Home": "", "Runs": "Runs", "Train": "Train", "Attention": "Attention", "Dynamics": "Dynamics",
+                    "Length generalization": "Length_generalization", "Memorization": "Memorization",
+                    "Experiments": "Experiments"}
+
+
+@pytest.mark.browser
+@pytest.mark.shipped  # the Experiments page shows the shipped results, as a fresh clone does
+def test_screenshots_of_every_page_at_1400x1000(streamlit_server, browser_page, data_dir, artifacts_dir):
+    """Every page on the shipped demo runs, two of them selected by the link, as a reader sees it first:
+    artifacts/page-*.png at 1400x1000, for a person to look at (the test checks only that each page drew
+    without an exception)."""
+    from workbench.store import list_runs
+
+    url = streamlit_server(data_dir)
+    demo = list_runs()
+    addition = demo[demo.task == "addition"].run_id.tolist()[:2]
+    page = browser_page
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    for name, path in SCREENSHOT_PAGES.items():
+        page.goto(f"{url}/{path}?runs={','.join(addition)}")
+        page.locator("h1").first.wait_for(timeout=WAIT_MS)
+        if name not in ("Train", "Experiments"):
+            page.locator(PLOT).first.wait_for(timeout=WAIT_MS)
+        if name == "Train":  # every field shows its default (a field once drew as an empty box)
+            expect(page.get_by_role("textbox", name="max_digits")).to_have_value("10", timeout=WAIT_MS)
+        wait_until_idle(page)
+        page.evaluate("for (const e of document.querySelectorAll('*')) { if (e.scrollTop) e.scrollTop = 0; }")
+        page.screenshot(path=str(artifacts_dir / f"page-{name.replace(' ', '_').lower()}.png"))
+        assert page.locator("[data-testid='stException']").count() == 0, f"{name} page raised"

@@ -96,7 +96,8 @@ def test_a_share_that_barely_moves_is_drawn_on_the_whole_0_to_1_axis(store):
 
     run = open_run(store)  # exact match only at steps 10 and 20, both 0: plotly alone ranged it -1 to 1
     for figure in (run_metric(run, "exact_match"), run_memorization(run)):  # the page's fallback too
-        assert list(figure.layout.yaxis.range) == [-0.03, 1.03]
+        assert list(figure.layout.yaxis.range) == [-3, 103]  # exact match in percent, as on every page
+        assert figure.layout.yaxis.title.text.endswith("(%)")
     density = run_metric(run, "mlp_nonzero_fraction")  # moves over training: plotly's own zoom
     values = [v for trace in density.data for v in trace.y]
     assert max(values) - min(values) >= 0.05 and density.layout.yaxis.range is None

@@ -98,3 +98,10 @@ def test_the_metric_rule_catches_what_it_should():
     assert flagged == [True, True, True, True]
     assert not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in METRIC_CALLS
                    for n in ast.walk(code_tree("result = run_experiment('x', fast=True)\n%time train(c)")))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_nbval_markers_are_cell_tags_not_comments_students_read(path):
+    marked = [source.splitlines()[0] for source in cells(path, "code")
+              if re.search(r"^\s*#\s*(NBVAL_|PYTEST_VALIDATE_)", source, re.MULTILINE)]
+    assert not marked, f"{path.name}: use the cell tag (e.g. nbval-ignore-output) instead of the comment: {marked}"

@@ -11,13 +11,14 @@ import warnings
 import pandas as pd
 
 from .errors import ConfigError
-from .store import list_runs, open_run
+from .selection import (SELECTED_RUNS, add_to_selection, current_selection, keep_first_selected, put_at,
+                        selected_run_ids, set_selection)
+from .store import data_root, data_root_origin, list_runs, open_run
 
 TABLE_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "step", "loss",
                  "exact_match", "demo", "label"]
 SORTABLE = ["created", "run_id", "status", "task", "mixer", "pos", "loss", "exact_match", "step"]
 MAX_MAP_TOKENS = 256  # longer inputs make T x T maps (per head) too heavy for a browser page
-SELECTED_RUNS = "selected_runs"  # session-state key: the runs chosen on the Runs page, read by every page
 EMPTY_STORE = ("The run store is empty. Train a run on the **Train** page (or `workbench train "
                "task.name=addition model.pos=coupling` on the command line), or rebuild the demo runs "
                "with `workbench demo build`.")
@@ -29,6 +30,24 @@ def runs_table(columns: list[str] | None = TABLE_COLUMNS) -> pd.DataFrame:
         warnings.simplefilter("ignore")
         table = list_runs()
     return table[columns] if columns and not table.empty else table
+
+
+def percent_column(help_text: str, label: str = "exact match (%)"):
+    """A table column of shares (0-1) shown in percent, as every figure shows exact match."""
+    import streamlit as st
+
+    return st.column_config.NumberColumn(label, format="percent", help=help_text)
+
+
+def exact_match_column():
+    """The runs tables' exact-match column: in percent, with what it was measured on."""
+    return percent_column("exact match at the training lengths: the share of fresh samples of those lengths "
+                          "whose whole answer is right, at the last evaluation", "exact match (%)")
+
+
+def store_line() -> str:
+    """Where the runs are, for the Home page: the command line and notebooks use the same folder."""
+    return f"Run store: `{data_root()}` ({data_root_origin()})."
 
 
 def filter_runs(table: pd.DataFrame, text: str = "", statuses=(), tasks=(), mixers=(), positions=(),
@@ -113,51 +132,74 @@ def store_is_empty(table: pd.DataFrame, hint: str = "") -> bool:
     return False
 
 
-def selected_run_ids(table: pd.DataFrame) -> list[str]:
+def _follow(key: str, wanted) -> None:
+    """Set widget `key` to `wanted` (its value for the selected runs) when the selection moved since the
+    widget last followed it, or the widget is new on this page; otherwise the widget keeps its own value."""
     import streamlit as st
 
-    chosen = st.session_state.get(SELECTED_RUNS, [])
-    return [run_id for run_id in chosen if run_id in set(table.run_id)]
+    marker = f"{key}__follows"
+    if wanted is not None and (key not in st.session_state or st.session_state.get(marker) != wanted):
+        st.session_state[key] = wanted
+    st.session_state[marker] = wanted
 
 
-def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0):
-    """A select box over the runs; it starts on the runs selected on the Runs page."""
+def _picked(key: str, options: dict, position: int) -> None:
+    """on_change of a run picker: the run chosen there takes its place in the selection."""
+    import streamlit as st
+
+    choice = st.session_state.get(key)
+    if choice in options:
+        set_selection(put_at(current_selection(), position, options[choice]))
+
+
+def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0, selects: bool = True):
+    """A select box over the runs, on the selected run in place `prefer` of the selection (for one side
+    of a comparison: 1). Choosing a run puts it there, on every page and in the URL, unless `selects`
+    is False (a form that only starts on the selected run)."""
     import streamlit as st
 
     options = {run_label(row): row.run_id for row in table.itertuples()}
-    labels = list(options)
-    selected = selected_run_ids(table)
-    index = 0
-    if selected:
-        wanted = selected[min(prefer, len(selected) - 1)]
-        index = next(i for i, name in enumerate(labels) if options[name] == wanted)
-    elif prefer and len(labels) > prefer:
-        index = prefer
-    choice = st.selectbox(label, labels, index=index, key=key)
-    return open_run(options[choice]) if choice else None
+    labels = {run_id: name for name, run_id in options.items()}
+    selection = current_selection()
+    wanted = selection[prefer] if len(selection) > prefer else None
+    _follow(key, labels.get(wanted))
+    if st.session_state.get(key) not in options:  # nothing selected here yet: the first run not selected elsewhere
+        fresh = [name for name, run_id in options.items() if run_id not in selection]
+        st.session_state[key] = (fresh or list(options) or [None])[0]
+    choice = st.selectbox(label, list(options), key=key, on_change=_picked if selects else None,
+                          args=(key, options, prefer) if selects else None)
+    if choice is None:
+        return None
+    if selects and len(selection) <= prefer:  # the URL names what the page shows
+        set_selection(put_at(selection, prefer, options[choice]))
+    return open_run(options[choice])
 
 
-def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[str] | None = None) -> list:
-    """A multiselect over the runs; it starts on `default` (ids), else on the runs selected on the Runs page."""
+def _picked_many(key: str, options: dict) -> None:
+    import streamlit as st
+
+    set_selection([options[name] for name in st.session_state.get(key, []) if name in options])
+
+
+def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[str] | None = None,
+              selects: bool = True) -> list:
+    """A multiselect over the runs, on the selected ones; where none of them is in `table`, on `default`
+    (ids). Changing it changes the selection (unless `selects` is False)."""
     import streamlit as st
 
     options = {run_label(row): row.run_id for row in table.itertuples()}
-    if key in st.session_state:  # chosen before (or set by add_to_choice): a default would only warn
-        st.session_state[key] = [name for name in st.session_state[key] if name in options]
-        chosen = st.multiselect(label, list(options), key=key)
-    else:
-        wanted = default if default is not None else selected_run_ids(table)
-        chosen = st.multiselect(label, list(options), default=[n for n, r in options.items() if r in wanted], key=key)
+    selection = current_selection()
+    here = [name for name, run_id in options.items() if run_id in selection]
+    here.sort(key=lambda name: selection.index(options[name]))
+    _follow(key, here or None)
+    if key not in st.session_state:
+        st.session_state[key] = [name for name, run_id in options.items() if run_id in (default or [])]
+    st.session_state[key] = [name for name in st.session_state[key] if name in options]
+    chosen = st.multiselect(label, list(options), key=key, on_change=_picked_many if selects else None,
+                            args=(key, options) if selects else None)
+    if selects and not selection and chosen:  # the URL names what the page shows
+        set_selection([options[name] for name in chosen])
     return [open_run(options[name]) for name in chosen]
-
-
-def add_to_choice(key: str, rows: pd.DataFrame) -> None:
-    """Add runs (table rows) to a pick_runs multiselect before it is drawn (on its first drawing,
-    they are its whole choice)."""
-    import streamlit as st
-
-    chosen = st.session_state.get(key, [])
-    st.session_state[key] = [*chosen, *[run_label(row) for row in rows.itertuples() if run_label(row) not in chosen]]
 
 
 def download_buttons(fig, stem: str, key: str) -> None:
@@ -207,18 +249,46 @@ def evaluate_by_length(evaluate):
 
 
 def form_widget(field, key: str):
-    """One Train-form field as a widget: select box, multiselect, checkbox or text."""
+    """One Train-form field as a widget: select box, multiselect, checkbox or text. Its value lives in the
+    session (a preset writes it there too): the field's default is put there on first sight, never passed
+    to the widget, because a widget drawn once with a default and later without one shows an empty box."""
     import streamlit as st
 
-    label = field.key.split(".", 1)[1]
+    if key not in st.session_state:
+        default = field.default if field.kind != "choice" or field.default in field.choices else field.choices[0]
+        st.session_state[key] = list(default) if field.kind == "multichoice" else default
+    label, help_text = field.key.split(".", 1)[1], field.help or None
     if field.kind == "choice":
-        index = list(field.choices).index(field.default) if field.default in field.choices else 0
-        return st.selectbox(label, field.choices, index=index, key=key, help=field.help or None)
+        return st.selectbox(label, field.choices, key=key, help=help_text)
     if field.kind == "multichoice":
-        return st.multiselect(label, field.choices, default=list(field.default), key=key, help=field.help or None)
+        return st.multiselect(label, field.choices, key=key, help=help_text)
     if field.kind == "bool":
-        return st.checkbox(label, value=field.default, key=key, help=field.help or None)
-    return st.text_input(label, value=field.default, key=key, help=field.help or None)
+        return st.checkbox(label, key=key, help=help_text)
+    return st.text_input(label, key=key, help=help_text)
+
+
+def train_form_state(config, preset_title: str) -> dict:
+    """Session-state values that fill the Train page with `config` (a preset's first run): the preset,
+    task and mixer choices and every field the form shows."""
+    from .forms import form_values, mixer_of
+
+    task = config.task.name
+    return {"train_preset": preset_title, "train_task": task, "train_mixer": mixer_of(config),
+            **{f"train_{task}_{key}": value for key, value in form_values(config).items()}}
+
+
+def describe_outcomes(outcomes: list[tuple[str, str]]) -> list[str]:
+    """One sentence per run the Train form sent off (background.train_or_reuse's outcomes)."""
+    lines = []
+    for run_id, outcome in outcomes:
+        if outcome.startswith("reused"):
+            lines.append(f"Run **{run_id}** was trained before with exactly these settings "
+                         f"({outcome.split(' ', 1)[1]}): the stored run is reused, not trained again.")
+        elif outcome == "resumed":
+            lines.append(f"Run **{run_id}** was interrupted before: training resumes from its checkpoint.")
+        else:
+            lines.append(f"Run **{run_id}** is training.")
+    return lines
 
 
 def form_section(fields: list, key_prefix: str, columns: int = 4) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import signal
 import subprocess
@@ -116,6 +117,21 @@ def start_training(config, label: str = "") -> Job:
     return _launch("train", config.run_id, command + (["--label", label] if label else []))
 
 
+def train_or_reuse(configs, labels: list[str]) -> list[tuple[str, str]]:
+    """Start training each config in the background, except a run the store already holds finished:
+    that one is reused, not trained again. (run id, what happened) for each: "started", "resumed" (an
+    interrupted run continues from its checkpoint) or "reused <status>"."""
+    outcomes = []
+    for config, label in zip(configs, labels):
+        status = read_status(config.run_id)
+        if status.get("status") in FINISHED:
+            outcomes.append((config.run_id, f"reused {status['status']}"))
+            continue
+        start_training(config, label)
+        outcomes.append((config.run_id, "resumed" if status.get("status") == "interrupted" else "started"))
+    return outcomes
+
+
 def start_experiment(name: str, fast: bool = False, budget=None, backend: str = "local",
                      ray_address: str = "") -> Job:
     """Run a named experiment in a background process, on the recipe's budget or on `budget`, its
@@ -187,8 +203,11 @@ def run_progress(run_id: str, alive: bool = True) -> dict:
     if not alive and state == "running":
         state = "stopped"
     step, steps = int(status.get("step") or 0), int(status.get("steps") or 0)
+    loss = status.get("last_loss")
+    if loss is not None and not math.isfinite(loss) and state != "diverged":
+        loss = None  # no step has finished yet: no loss to show (a diverged run's NaN is news)
     return {"state": state, "step": step, "steps": steps, "fraction": min(1.0, step / steps) if steps else 0.0,
-            "last_loss": status.get("last_loss"), "elapsed_s": status.get("elapsed_s"),
+            "last_loss": loss, "elapsed_s": status.get("elapsed_s"),
             "diverged_step": status.get("diverged_step"), "error": status.get("error")}
 
 

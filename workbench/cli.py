@@ -236,7 +236,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .store import list_runs
+    from .store import data_root, data_root_origin, list_runs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -245,7 +245,9 @@ def cmd_runs(args) -> int:
         print(f"warning: {warning.message}", file=sys.stderr)
     if args.json:
         _print_json(table.to_dict("records"))
-    elif table.empty:
+        return 0
+    print(f"run store: {data_root()} ({data_root_origin()})")
+    if table.empty:
         print("no runs yet; try: workbench train task.name=addition model.pos=coupling")
     else:
         print(table.drop(columns=["created"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -450,12 +452,9 @@ def cmd_demo(args) -> int:
 
 
 def cmd_app(args) -> int:
-    import subprocess
+    from .serve import app_command, run_forwarding_signals
 
-    home = Path(__file__).resolve().parent.parent / "app" / "Home.py"
-    command = [sys.executable, "-m", "streamlit", "run", str(home), "--server.address", args.host,
-               "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
-    return subprocess.call(command)
+    return run_forwarding_signals(app_command(args.host, args.port))
 
 
 COMMANDS = {"train": cmd_train, "sweep": cmd_sweep, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError, check
-from .typed import build, to_dict
+from .typed import build, setting, to_dict
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "topk")
 SOFTMAXES = ("standard", "clipped")
@@ -29,39 +29,44 @@ NORMS = ("layernorm", "rmsnorm")
 
 @dataclass
 class TaskConfig:
-    name: str = "addition"
-    eval_lengths: list[int] = field(default_factory=list)  # test lengths recorded at the end of training
-    random_labels: bool = False  # replace answer targets with fixed random ones (memorization studies)
-    params: dict[str, Any] = field(default_factory=dict)  # the task's own parameters (task.max_digits=...)
+    name: str = setting("addition", "the synthetic task (`workbench task list`)")
+    eval_lengths: list[int] = setting([], "test lengths (comma-separated, in the task's own unit) whose exact "
+                                          "match is recorded during training, e.g. 5,10,15")
+    random_labels: bool = setting(False, "replace answer targets with fixed random ones: nothing to learn but the "
+                                         "training set (memorization studies)")
+    params: dict[str, Any] = setting({}, "the task's own parameters (task.max_digits=...)")
 
 
 @dataclass
 class ModelConfig:
-    mixer: str = "attention"
-    layers: str = ""  # per-layer mixer pattern for hybrids, e.g. "attention,mamba,mamba"
-    n_layers: int = 2
-    d_model: int = 64
-    n_heads: int = 2
-    mlp_ratio: float = field(default=4.0, metadata={"help": (
-        "MLP width as a multiple of d_model; 0: no MLP and no norm before it, so the block is "
-        "x + mixer(norm(x)) alone, as Mamba's is (Gu and Dao 2023, arXiv 2312.00752)")})
-    activation: str = "relu"
-    topk: int = 0  # with activation=topk: keep the k largest MLP activations per token
-    pos: str = "learned"
-    max_positions: int = 1024  # size of absolute / coupled position tables
-    logit_scaling: bool = False  # multiply attention logits by log(position + 1) / log(train length)
-    softmax: str = "standard"  # or "clipped" (Bondarenko et al. 2023)
-    gated_attention: bool = False
-    sigma_reparam: bool = False
-    d_state: int = 16  # SSM state size per channel
-    d_conv: int = 4
-    expand: int = 2
-    ssm_init: str = "default"
-    init: str = "gpt2"  # weight scale: gpt2 = N(0, 0.02), fan_in = N(0, 1/fan_in) (models/transformer.py)
-    feature_map: str = "elu1"
-    norm: str = field(default="layernorm", metadata={"help": (
-        "every norm of the model (before each mixer and MLP, and the final one): layernorm (with a bias) "
-        "or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich 2019, arXiv 1910.07467); eps 1e-5 both")})
+    mixer: str = setting("attention", "the sequence mixer of every layer")
+    layers: str = setting("", "per-layer mixers for a hybrid, e.g. attention,mamba,mamba (replaces mixer and n_layers)")
+    n_layers: int = setting(2, "number of blocks (mixer + MLP)")
+    d_model: int = setting(64, "width of the residual stream")
+    n_heads: int = setting(2, "attention heads; must divide d_model")
+    mlp_ratio: float = setting(4.0, "MLP hidden width as a multiple of d_model; 0: no MLP and no norm before it, "
+                                    "so the block is x + mixer(norm(x)) alone, as Mamba's is (Gu and Dao 2023)")
+    activation: str = setting("relu", "MLP activation; topk keeps the k largest activations per token")
+    topk: int = setting(0, "with activation=topk: how many MLP activations per token are kept")
+    pos: str = setting("learned", "positional encoding; coupling and abacus give digits of one significance one id")
+    max_positions: int = setting(1024, "size of absolute and coupled position tables (the largest id + 1)")
+    logit_scaling: bool = setting(False, "multiply attention logits by log(position + 1) / log(train length)")
+    softmax: str = setting("standard", "attention softmax; clipped lets a head attend to nothing "
+                                       "(Bondarenko et al. 2023)")
+    gated_attention: bool = setting(False, "a learned gate on each head's output (a head can switch itself off)")
+    sigma_reparam: bool = setting(False, "sigmaReparam: weights divided by their spectral norm times a learned "
+                                         "scale (Zhai et al. 2023), against entropy collapse")
+    d_state: int = setting(16, "SSM state size per channel")
+    d_conv: int = setting(4, "Mamba: width of the short causal convolution")
+    expand: int = setting(2, "Mamba: inner width as a multiple of d_model")
+    ssm_init: str = setting("default", "Mamba: mimetic initializes the scan to act like attention "
+                                       "(Trockman et al. 2024)")
+    init: str = setting("gpt2", "weight scale: gpt2 = N(0, 0.02), fan_in = N(0, 1/fan_in); fan_in for recall "
+                                "tasks at small widths")  # models/transformer.py
+    feature_map: str = setting("elu1", "linear attention's feature map: elu1, or based (a Taylor expansion of exp)")
+    norm: str = setting("layernorm", "every norm of the model (before each mixer and MLP, and the final one): "
+                                     "layernorm (with a bias) or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich "
+                                     "2019); eps 1e-5 both")
 
     def layer_mixers(self) -> list[str]:
         if self.layers:
@@ -71,33 +76,33 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 2000
-    batch_size: int = 128
-    lr: float = 1e-3
-    min_lr_ratio: float = 0.1
-    warmup: int = 100
-    weight_decay: float = 0.0
-    beta2: float = 0.98
-    grad_clip: float = 1.0
-    seed: int = 0
-    eval_every: int = 500
-    eval_samples: int = 512
-    checkpoint_every: int = 500
-    # torch threads. Small models gain little from more, and a second busy thread (the dashboard,
-    # a notebook, another run) makes them thrash; 0 keeps torch's default.
-    threads: int = 1
+    steps: int = setting(2000, "optimizer steps")
+    batch_size: int = setting(128, "samples per step")
+    lr: float = setting(1e-3, "peak learning rate (AdamW), after warmup, decayed by a cosine")
+    min_lr_ratio: float = setting(0.1, "the learning rate at the end, as a share of lr")
+    warmup: int = setting(100, "steps of linear warmup; 0 starts at the full rate")
+    weight_decay: float = setting(0.0, "AdamW weight decay")
+    beta2: float = setting(0.98, "AdamW's second-moment decay")
+    grad_clip: float = setting(1.0, "clip the gradient norm to this; 0 turns clipping off")
+    seed: int = setting(0, "seed of the weights and the training data; another seed is another run")
+    eval_every: int = setting(500, "steps between held-out exact-match evaluations; 0: only at the end")
+    eval_samples: int = setting(512, "fresh samples per evaluation (and per test length)")
+    checkpoint_every: int = setting(500, "steps between resumable checkpoints (metrics are written then)")
+    # Small models gain little from more threads, and a second busy thread (the dashboard, a notebook,
+    # another run) makes them thrash.
+    threads: int = setting(1, "torch threads; 0 keeps torch's default")
 
 
 @dataclass
 class ProbeConfig:
-    every: int = 100  # probe cadence in steps; 0 turns probes off
-    batch: int = 32  # size of the fixed probe batch
-    entropy: bool = True
-    sparsity: bool = True
-    snapshots: bool = True
-    snapshot_examples: int = 1  # attention maps stored per snapshot
-    snapshot_every: int = 0  # 0: same as `every`
-    extra: list[str] = field(default_factory=list)  # further probes by name (spectral, outliers, ...)
+    every: int = setting(100, "steps between probe measurements; 0 turns probes off")
+    batch: int = setting(32, "size of the fixed probe batch")
+    entropy: bool = setting(True, "attention entropy per head")
+    sparsity: bool = setting(True, "MLP activation sparsity and dead neurons")
+    snapshots: bool = setting(True, "store attention maps of the probe examples (the Attention page's slider)")
+    snapshot_examples: int = setting(1, "attention maps stored per snapshot")
+    snapshot_every: int = setting(0, "steps between snapshots; 0: the same as every")
+    extra: list[str] = setting([], "further probes by name (spectral_norm, outliers, memorization, ...)")
 
 
 # Settings added after runs were stored: left out of a run's identity while at their default, so the

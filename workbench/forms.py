@@ -14,6 +14,18 @@ from .config import ACTIVATIONS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES
 from .typed import describe
 
 SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
+HYBRID = "hybrid (a mixer per layer)"  # the mixer choice that shows model.layers instead
+# Model settings that only some mixers read (models/mixers/*.py); every other model setting applies to
+# any mixer. A mixer missing here shows them all (tests/test_forms.py checks every mixer is listed).
+MIXER_SETTINGS = {
+    "attention": ("n_heads", "softmax", "gated_attention", "logit_scaling"),
+    "linear_attention": ("n_heads", "feature_map"),
+    "mamba": ("d_state", "d_conv", "expand", "ssm_init"),
+    "h3": ("d_state",),
+    "s4d": ("d_state",),
+    "lstm": (),
+    "gru": (),
+}
 
 
 @dataclass
@@ -70,9 +82,50 @@ def section_fields(section: str) -> list[Field]:
     return [_field(f"{section}.{row['name']}", row, choices) for row in describe(SECTIONS[section])]
 
 
-def config_from_form(task_name: str, values: dict[str, Any]) -> RunConfig:
+def mixer_choices() -> list[str]:
+    from .models import MIXERS
+
+    return [*MIXERS.names(), HYBRID]
+
+
+def model_fields(mixer: str) -> list[Field]:
+    """The model settings that apply to `mixer` (every mixer-specific one for a hybrid); the mixer itself
+    is chosen outside the form, and a hybrid names its layers instead of a mixer and a layer count."""
+    specific = {name for names in MIXER_SETTINGS.values() for name in names}
+    applies = specific if mixer == HYBRID or mixer not in MIXER_SETTINGS else set(MIXER_SETTINGS[mixer])
+    hidden = {"mixer", "n_layers" if mixer == HYBRID else "layers"} | (specific - applies)
+    return [field for field in section_fields("model") if field.key.split(".", 1)[1] not in hidden]
+
+
+def form_fields(task_name: str, mixer: str) -> dict[str, list[Field]]:
+    """Section -> the fields the Train form shows for this task and mixer."""
+    return {"task": task_fields(task_name), "model": model_fields(mixer),
+            "train": section_fields("train"), "probes": section_fields("probes")}
+
+
+def mixer_of(config: RunConfig) -> str:
+    return HYBRID if config.model.layers else config.model.mixer
+
+
+def form_values(config: RunConfig) -> dict[str, Any]:
+    """Dotted key -> widget value of every field the form shows for this config: the form filled in."""
+    values = config.to_dict()
+    filled = {}
+    for fields in form_fields(config.task.name, mixer_of(config)).values():
+        for field in fields:
+            section, name = field.key.split(".", 1)
+            value = values["task"]["params"][name] if section == "task" and name in values["task"]["params"] \
+                else values[section][name]
+            filled[field.key] = (list(value) if field.kind == "multichoice" else value if field.kind in ("choice", "bool")
+                                 else text_value(value))
+    return filled
+
+
+def config_from_form(task_name: str, values: dict[str, Any], mixer: str = "attention") -> RunConfig:
     """values: dotted key -> widget value. Raises ConfigError with the command line's message."""
     overrides: dict[str, dict] = {"task": {"name": task_name}}
+    if mixer != HYBRID:
+        overrides["model"] = {"mixer": mixer}
     for key, value in values.items():
         section, _, name = key.partition(".")
         if isinstance(value, (list, tuple)):

@@ -7,8 +7,13 @@
                     checkpoint.safetensors   model + optimizer + data-generator state, for resuming
                     model.safetensors        the final weights
 
-The root is ./data/runs unless WORKBENCH_DATA names another folder. Shipped demo runs live in
-data/demo/ of the repository and are listed beside the user's runs (read-only).
+One store for the command line, the dashboard and the notebooks, wherever they are started: the
+root is WORKBENCH_DATA when that names a folder; else data/runs in the project's repository (when
+workbench runs from a checkout: an editable install or PYTHONPATH); else, for an installed package,
+the user's data folder ($XDG_DATA_HOME/workbench/runs, by default ~/.local/share/workbench/runs).
+Never the working directory: a notebook started in notebooks/ must see the runs the dashboard
+sees. Shipped demo runs live in data/demo/ of the repository and are listed beside the user's runs
+(read-only).
 """
 from __future__ import annotations
 
@@ -32,8 +37,32 @@ FINISHED = (COMPLETED, "diverged")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def project_root() -> Path | None:
+    """The repository folder when workbench runs from a checkout; None for an installed package
+    (site-packages holds no pyproject.toml beside the package)."""
+    return REPO_ROOT if (REPO_ROOT / "pyproject.toml").is_file() else None
+
+
+def user_data_root() -> Path:
+    """Where an installed package keeps its runs: the XDG data folder, as other Linux tools do."""
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "workbench" / "runs"
+
+
 def data_root() -> Path:
-    return Path(os.environ.get("WORKBENCH_DATA") or Path.cwd() / "data" / "runs")
+    named = os.environ.get("WORKBENCH_DATA")
+    if named:
+        return Path(named).expanduser()
+    project = project_root()
+    return project / "data" / "runs" if project is not None else user_data_root()
+
+
+def data_root_origin() -> str:
+    """Why the store is where it is, in a few words for the Home page and `workbench runs`."""
+    if os.environ.get("WORKBENCH_DATA"):
+        return "set by WORKBENCH_DATA"
+    if project_root() is not None:
+        return "the repository's default; WORKBENCH_DATA names another"
+    return "the user default for an installed package; WORKBENCH_DATA names another"
 
 
 def demo_root() -> Path:

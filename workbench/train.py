@@ -105,7 +105,7 @@ def load_checkpoint(run: Run, state: TrainingState) -> None:
 def train(config: RunConfig, progress: bool = True, label: str = "", root=None, stop_after: int | None = None) -> Run:
     """Train `config` (or return the stored identical run). Ctrl-C leaves a resumable run.
 
-    root: the store folder (default: WORKBENCH_DATA or ./data/runs). stop_after: stop at the end of
+    root: the store folder (default: store.data_root()). stop_after: stop at the end of
     this step and leave the run resumable (status "interrupted"), with the config and its learning-rate
     schedule unchanged; the canaries of experiments/canary.py use it."""
     run = Run(run_path(config.run_id, root))

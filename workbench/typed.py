@@ -1,6 +1,7 @@
 """Build typed dataclasses from plain dicts (YAML, JSON, key=value strings) with clear errors."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import types
 import typing
@@ -67,6 +68,13 @@ def build(cls: type, values: dict[str, Any], prefix: str):
             raise ConfigError(f"{prefix}.{key}", value, f"unknown setting; choose one of: {', '.join(sorted(known))}")
         kwargs[key] = _coerce(value, hints[key], f"{prefix}.{key}")
     return cls(**kwargs)
+
+
+def setting(default: Any, help: str):
+    """A dataclass field with its help text, which forms, `task show` and docs read through describe()."""
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
 
 
 def describe(cls: type) -> list[dict[str, Any]]:

@@ -24,20 +24,16 @@ sort_column, order = st.columns([1, 1])
 sort_by = sort_column.selectbox("sort by", support.SORTABLE, key="runs_sort")
 descending = order.toggle("descending", value=sort_by == "created", key="runs_descending")
 shown = support.filter_runs(table, text, statuses, tasks, mixers, positions, sort_by, not descending)
-st.dataframe(shown[support.TABLE_COLUMNS], hide_index=True, width="stretch", key="runs_table")
+st.dataframe(shown[support.TABLE_COLUMNS], hide_index=True, width="stretch", key="runs_table",
+             column_config={"exact_match": support.exact_match_column()})
 st.caption(f"{len(shown)} of {len(table)} runs. Click a column header to sort the table in place.")
 
 # --- compare --------------------------------------------------------------------------------------
-labels = {support.run_label(row): row.run_id for row in table.itertuples()}
-chosen = [name for name, run_id in labels.items() if run_id in st.session_state.get(support.SELECTED_RUNS, [])]
-if "runs_compare" not in st.session_state:  # widget state is dropped while another page shows
-    st.session_state["runs_compare"] = chosen
-picked = st.multiselect("compare runs (the other pages start on these)", list(labels), key="runs_compare")
-st.session_state[support.SELECTED_RUNS] = [labels[name] for name in picked]
-runs = [support.open_run(labels[name]) for name in picked]
+runs = support.pick_runs(table, key="runs_compare", label="compare runs (the other pages start on these)", default=[])
 if runs:
-    st.dataframe([{"run_id": run.run_id, **final_values(run.metrics())} for run in runs], hide_index=True,
-                 key="runs_final")
+    st.dataframe([{"run_id": run.run_id, "name": name, **final_values(run.metrics())}
+                  for run, name in zip(runs, run_figures.run_names(runs))], hide_index=True, key="runs_final",
+                 column_config={"exact_match": support.exact_match_column()})
     left, right = st.columns(2)
     stem = support.download_name("compare", *[run.run_id for run in runs])
     with left:
@@ -71,8 +67,7 @@ else:
         if yes.button("Yes, delete", key="runs_delete_yes", type="primary"):
             try:
                 delete_run(pending)
-                st.session_state[support.SELECTED_RUNS] = [
-                    r for r in st.session_state.get(support.SELECTED_RUNS, []) if r != pending]
+                support.set_selection([r for r in support.current_selection() if r != pending])
                 st.session_state.pop("runs_confirm_delete")
                 st.rerun()
             except Exception as error:  # noqa: BLE001

@@ -1,17 +1,23 @@
-"""Train: a form built from the registries, validated like the command line; training runs in a
+"""Train: start from a preset or from scratch; a form built from the registries that shows the settings
+that apply to the chosen task and mixer, validated like the command line; training runs in a
 background process with a live progress bar, loss curve and a cancel button."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench import background
+from workbench.config import ModelConfig
 from workbench.errors import ConfigError
 from workbench.figures.builders import metric_over_steps
-from workbench.forms import SECTION_TITLES, config_from_form, overrides_text, section_fields, task_fields
+from workbench.forms import SECTION_TITLES, config_from_form, form_fields, mixer_choices, overrides_text
+from workbench.presets import PRESETS, preset_runs, run_labels
 from workbench.tasks import TASKS
+from workbench.typed import describe
 
 st.set_page_config(page_title="Train · workbench", layout="wide")
 st.title("Train")
 POLL_SECONDS = 1.0
+OWN = "your own settings"
+MIXER_HELP = next(row["help"] for row in describe(ModelConfig) if row["name"] == "mixer")
 
 
 # --- running and finished jobs --------------------------------------------------------------------
@@ -54,43 +60,71 @@ def show_finished(job) -> None:
         st.rerun()
 
 
+for line in st.session_state.pop("train_sent", []):  # what the last submission did, once
+    st.info(line)
 all_jobs = background.jobs("train")
 if any(job.alive for job in all_jobs):
     st.subheader("Training now")
     live_jobs()
 announced = st.session_state.setdefault("train_announced", [])
 for job in [job for job in all_jobs if not job.alive]:
-    if job.name not in announced and background.job_outcome(job) == "completed":  # select it everywhere
-        selected = st.session_state.get(support.SELECTED_RUNS, [])
-        st.session_state[support.SELECTED_RUNS] = [job.name] + [r for r in selected if r != job.name]
+    if job.name not in announced and background.job_outcome(job) == "completed":
+        if job.name not in support.current_selection():  # a pair sent together stays selected together
+            support.set_selection([job.name])
         announced.append(job.name)
     show_finished(job)
 
-# --- the form -------------------------------------------------------------------------------------
+
+# --- where to start -------------------------------------------------------------------------------
+def apply_preset() -> None:
+    title = st.session_state["train_preset"]
+    if title != OWN:
+        st.session_state.update(support.train_form_state(PRESETS[title].configs()[0], title))
+
+
+def leave_preset() -> None:
+    st.session_state["train_preset"] = OWN  # another task: the preset's pair no longer fits
+
+
 st.subheader("New run")
-task_name = st.selectbox("task", TASKS.names(), key="train_task")
-st.caption(TASKS.get(task_name).description)
+preset_title = st.selectbox("start from", [OWN, *PRESETS], key="train_preset", on_change=apply_preset,
+                            help="a preset fills in the form; change anything before training")
+preset = PRESETS.get(preset_title)
+if preset:
+    st.caption(preset.description)
+left, right = st.columns(2)
+task_name = left.selectbox("task", TASKS.names(), key="train_task", on_change=leave_preset)
+left.caption(TASKS.get(task_name).description)
+st.session_state.setdefault("train_mixer", ModelConfig.mixer)  # in the session, never passed: see form_widget
+mixer = right.selectbox("mixer", mixer_choices(), key="train_mixer", help=MIXER_HELP)
+right.caption("The form shows the settings this mixer and task read.")
 if st.session_state.get("train_command"):
     st.caption("The same run from the command line:")
     st.code(st.session_state["train_command"], language="bash", wrap_lines=True)
+
+# --- the form -------------------------------------------------------------------------------------
 values = {}
 with st.form("train_form"):
-    for section in ("task", "model", "train", "probes"):
-        fields = task_fields(task_name) if section == "task" else section_fields(section)
+    for section, fields in form_fields(task_name, mixer).items():
         with st.expander(SECTION_TITLES[section], expanded=section in ("task", "model", "train")):
             values.update(support.form_section(fields, key_prefix=f"train_{task_name}_"))
-    label = st.text_input("label (optional)", key="train_label")
-    submitted = st.form_submit_button("Train", type="primary")
+    label = st.text_input("label (optional)", key="train_label",
+                          help="a name for the run in tables and legends" + (f"; empty: {preset.short!r}" if preset else ""))
+    submitted = st.form_submit_button("Train both" if preset and len(preset.configs()) > 1 else "Train", type="primary")
 
 if submitted:
     try:
-        config = config_from_form(task_name, values)
+        config = config_from_form(task_name, values, mixer)
+        configs = list({c.run_id: c for c in (preset_runs(preset, config) if preset else [config])}.values())
     except ConfigError as error:
         st.error(str(error))  # the command line's message, word for word
     else:
         try:
-            background.start_training(config, label)
-            st.session_state["train_command"] = overrides_text(config, task_name)
-            st.rerun()
+            outcomes = background.train_or_reuse(configs, run_labels(configs, label or (preset.short if preset else "")))
         except ConfigError as error:
             st.warning(str(error))
+        else:
+            support.set_selection([run_id for run_id, _ in outcomes])
+            st.session_state["train_sent"] = support.describe_outcomes(outcomes)
+            st.session_state["train_command"] = "\n".join(overrides_text(c, task_name) for c in configs)
+            st.rerun()

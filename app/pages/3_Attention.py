@@ -94,7 +94,12 @@ def attention_panel(side: str, prefer: int) -> None:
         snapshot_maps(run, side)
 
 
-compare = st.toggle("two runs side by side", key="attention_compare",
+def leave_comparison() -> None:
+    if not st.session_state["attention_compare"]:  # one run shown: the link names one run
+        support.keep_first_selected()
+
+
+compare = st.toggle("two runs side by side", key="attention_compare", on_change=leave_comparison,
                     value=len(support.selected_run_ids(table)) > 1)
 try:
     if compare and len(table) > 1:

@@ -5,6 +5,7 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench.events import COLLAPSE_FRACTION, training_events
+from workbench.explain import exact_match_meaning, run_notes
 from workbench.figures import runs as run_figures
 from workbench.probes.id_offset import default_offset, sweepable
 from workbench.reports import neuron_activity_steps
@@ -23,6 +24,8 @@ if "diverged" in events:
 if "entropy collapse" in events:
     st.warning(f"Attention entropy collapsed at step {events['entropy collapse']}: its mean fell below "
                f"{COLLAPSE_FRACTION:.0%} of its starting value.")
+for note in run_notes(run):  # after the events: a divergence is the bigger news
+    st.warning(note)
 probes = run_figures.recorded_probes(run)
 if not probes:
     st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at the first checkpoint.")
@@ -37,6 +40,8 @@ for i, probe in enumerate(chosen):
                                 support.download_name(run.run_id, probe))
         except Exception as error:  # noqa: BLE001
             support.show_error(error)
+        if probe == "exact_match":
+            st.caption(exact_match_meaning(config))
         if probe == "exact_match" and sweepable(config):
             st.caption(f"Measured with the coupled position ids starting at {default_offset(config)}, as the "
                        "paper's code does. Far below what the training loss suggests? The run may not have learned "

@@ -5,6 +5,7 @@ position ids, exact match by where the ids start (`workbench eval-length --offse
 import streamlit as st
 
 from workbench import app_support as support
+from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import offset_curves
 from workbench.probes.id_offset import default_offset, evaluate_offsets, reads_coupled_ids
@@ -27,13 +28,15 @@ def show_runs(with_curves) -> None:
         st.info("No run has a length curve yet. Evaluate a finished run above, train with "
                 "`task.eval_lengths=5,10,20`, or run `workbench eval-length RUN --lengths 5,10,20`.")
         return
-    runs = support.pick_runs(with_curves, key="length_runs",
-                             default=support.selected_run_ids(with_curves) or support.same_task_runs(with_curves))
+    runs = support.pick_runs(with_curves, key="length_runs", default=support.same_task_runs(with_curves))
     group = st.selectbox("one line per", run_figures.LABEL_KEYS, index=1, key="length_group",
                          help="runs that share a value (e.g. seeds of one encoding) form a median line with a band")
     if not runs:
         st.info("Choose one or more runs.")
         return
+    for run, name in zip(runs, run_figures.run_names(runs)):
+        for note in run_notes(run):
+            st.warning(f"**{name}**: {note}")
     try:
         fig = run_figures.runs_length_curve(runs, run_figures.run_labels(runs, group))
         support.figure_view(fig, "length_curve", support.download_name("length", *[r.run_id for r in runs]))
@@ -69,7 +72,7 @@ def evaluate_form(expanded: bool) -> str | None:
         if completed.empty:
             st.info("No completed run to evaluate yet.")
             return None
-        run = support.pick_run(completed, key="length_eval_run")
+        run = support.pick_run(completed, key="length_eval_run", selects=False)
         defaults = run.config().task.eval_lengths
         with st.form("length_eval_form"):
             lengths = st.text_input("test lengths (--lengths)", value=",".join(map(str, defaults)) or "5,10,20",
@@ -85,7 +88,8 @@ def evaluate_form(expanded: bool) -> str | None:
             run.run_id, lengths, int(n), int(entropy_n) if entropy else 0, progress=progress))
         if result is None:
             return None
-        st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result")
+        st.dataframe(support.length_result_table(result), hide_index=True, key="length_eval_result",
+                     column_config={"exact_match": support.percent_column("exact match at this length")})
         if run.read_only:
             st.info("This is a shipped demo run, which is read-only: the results above are not stored.")
             return None
@@ -104,7 +108,7 @@ def offsets_form() -> None:
                    "evaluation starts them at the smallest one, as the papers' code does, where the operators "
                    "carry an id no digit ever does. A run that fails only there learned its ids as a table, "
                    "not the task. The same samples are read at every offset; nothing is stored.")
-        run = support.pick_run(coupled, key="length_offset_run")
+        run = support.pick_run(coupled, key="length_offset_run", selects=False)
         with st.form("length_offset_form"):
             left, middle, right = st.columns(3)
             lengths = left.text_input("test lengths (--lengths)", value=",".join(map(str, run.config().task.eval_lengths))
@@ -130,7 +134,7 @@ if source == "runs":
     evaluated = evaluate_form(expanded=not any(has_curve))
     if evaluated:  # recomputed: the run may have had no curve before
         has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
-        support.add_to_choice("length_runs", table[table.run_id == evaluated])
+        support.add_to_selection([evaluated])
     show_runs(table[has_curve])
     offsets_form()
 else:

@@ -4,6 +4,7 @@ import streamlit as st
 from workbench import app_support as support
 from workbench import background
 from workbench.errors import ConfigError
+from workbench.explain import budget_note
 from workbench.experiments import (EXPERIMENTS, budget_for, claim_lines, load_result, provenance_line,
                                    recipe_budget, run_command)
 
@@ -88,6 +89,9 @@ st.subheader("Result")
 st.caption(f"{len(result.run_ids)} runs · {result.runtime_s:.0f} s of training"
            + (f" · budget: {result.budget}, not the recipe's" if result.budget else ""))
 stem = support.download_name(name, "fast" if fast else "", budget.slug if budget else "")
+short_budget = budget_note(budget.steps if budget and budget.steps else recipe.steps, fast)
+if short_budget:
+    st.warning(short_budget)
 try:
     support.figure_view(result.figure(), "experiments_figure", stem)
 except Exception as error:  # noqa: BLE001

@@ -4,6 +4,8 @@ The dashboard pages and the notebooks call these; none of them computes a metric
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,6 +23,14 @@ def _labels(tokens: list[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
 
 
+def _thinned(labels: list[str], most: int) -> list[str]:
+    """At most about `most` of the labels, evenly spaced: past ~20 tokens every label overlaps its neighbours."""
+    return labels[::max(1, math.ceil(len(labels) / most))]
+
+
+MAP_TICKS, GRID_TICKS = 24, 10  # token labels per axis on one map, and on a small map of the grid
+
+
 def attention_map(pattern: np.ndarray, tokens: list[str], title: str | None = None,
                   zmax: float | None = None) -> go.Figure:
     """One (T, T) query x key map with tokens on both axes; hover shows query, key and weight."""
@@ -31,8 +41,9 @@ def attention_map(pattern: np.ndarray, tokens: list[str], title: str | None = No
         z=pattern, x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0, zmax=zmax,
         hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
         colorbar=dict(thickness=10)))
-    fig.update_yaxes(autorange="reversed", title="query", tickfont=dict(size=8))
-    fig.update_xaxes(title="key", tickfont=dict(size=8), tickangle=0)
+    ticks = _thinned(labels, MAP_TICKS)
+    fig.update_yaxes(autorange="reversed", title="query", tickfont=dict(size=10), tickvals=ticks)
+    fig.update_xaxes(title="key", tickfont=dict(size=10), tickvals=ticks, tickangle=-90 if T > 12 else 0)
     return paper_style(fig, width=MAP_WIDTH, height=420, title=title)
 
 
@@ -50,11 +61,17 @@ def attention_grid(patterns: dict[int, np.ndarray], tokens: list[str], title: st
                 z=np.asarray(patterns[layer][h], dtype=float), x=labels, y=labels, coloraxis="coloraxis",
                 hovertemplate=f"layer {layer} head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"),
                 row=r + 1, col=h + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_xaxes(showticklabels=False)
+    # tokens on the outer axes only (the first column's queries, the last row's keys), thinned
+    ticks = _thinned(labels, GRID_TICKS)
+    fig.update_yaxes(autorange="reversed", showticklabels=False, tickvals=ticks, tickfont=dict(size=8))
+    fig.update_xaxes(showticklabels=False, tickvals=ticks, tickfont=dict(size=8), tickangle=-90)
+    for r in range(1, len(layers) + 1):
+        fig.update_yaxes(showticklabels=True, title=dict(text="query", font=dict(size=9)), row=r, col=1)
+    for h in range(1, heads + 1):
+        fig.update_xaxes(showticklabels=True, title=dict(text="key", font=dict(size=9)), row=len(layers), col=h)
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, colorbar=dict(thickness=10)))
-    paper_style(fig, height=220 * len(layers) + 40, title=title)
-    return fig.update_layout(margin=dict(t=48 if title else 28))  # room for the subplot titles
+    paper_style(fig, height=240 * len(layers) + 70, title=title)
+    return fig.update_layout(margin=dict(t=48 if title else 28, l=64, b=70))  # room for titles and tokens
 
 
 def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: str | None = None,
@@ -117,7 +134,8 @@ def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", t
         fig.add_trace(go.Scatter(x=layer_rows.length, y=layer_rows.value, mode="lines+markers", name=f"layer {layer}",
                                  line=dict(color=color(i)),
                                  hovertemplate="length %{x}<br>%{y:.3f}<extra>layer " + str(layer) + "</extra>"))
-    fig.update_xaxes(title="test length", type="log", tickvals=sorted(frame.length.unique()), tickformat="~g")
+    fig.update_xaxes(title="test length (log scale)", type="log", tickvals=sorted(frame.length.unique()),
+                     tickformat="~g")
     fig.update_yaxes(title="attention entropy (nats)" if probe == "entropy" else "normalized attention entropy")
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
@@ -156,7 +174,7 @@ def metric_over_steps(frame: pd.DataFrame, y_title: str, title: str | None = Non
     # A log axis only pays over a factor of 10 or more; over a narrower range (one evaluation point, a
     # loss that has settled) plotly crowds it with minor tick labels.
     if log_y and decades(frame.value) >= 1:
-        fig.update_yaxes(title=y_title, **log_axis(frame.value))
+        fig.update_yaxes(title=f"{y_title} (log scale)", **log_axis(frame.value))
     else:
         fig.update_yaxes(title=y_title, type="linear")
     return paper_style(fig, height=320, title=title)

@@ -23,7 +23,7 @@ def memory_vs_length(table: pd.DataFrame, title: str | None = None) -> go.Figure
     fig.add_trace(go.Scatter(x=scale["T"], y=scale.scores_bytes / MiB, mode="lines", name="one T x T map",
                              line=dict(color="grey", dash="dash"), hoverinfo="skip"))
     # one tick per measured length; the memory axis ticks as every log axis does (style.log_axis)
-    fig.update_xaxes(title="sequence length T", type="log", tickvals=sorted(table["T"].unique()), tickformat="~g")
-    fig.update_yaxes(title="peak tensor memory (MiB)",
+    fig.update_xaxes(title="sequence length T (log scale)", type="log", tickvals=sorted(table["T"].unique()), tickformat="~g")
+    fig.update_yaxes(title="peak tensor memory (MiB, log scale)",
                      **log_axis(pd.concat([table.peak_bytes, table.scores_bytes]) / MiB))
     return paper_style(fig, height=320, title=title)

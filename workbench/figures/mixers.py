@@ -69,7 +69,7 @@ def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "q
                                      customdata=stats.state,
                                      hovertemplate="width %{x}<br>%{y:.1f}%<br>state %{customdata:,}"
                                                    "<extra>" + str(mixer) + "</extra>"), row=1, col=col)
-        fig.update_xaxes(title_text="width", type="log", tickvals=sorted(table.width.unique()), row=1, col=col)
+        fig.update_xaxes(title_text="width (log scale)", type="log", tickvals=sorted(table.width.unique()), row=1, col=col)
     fig.update_yaxes(title_text=y_title, range=[-3, 103], row=1, col=1)
     fig.update_annotations(font_size=9)
     return paper_style(fig, width="double", height=300, title=title)

@@ -85,14 +85,28 @@ def train_length(config) -> int | None:
     return build_task(config.task.name, config.task.params).train_lengths()[1]
 
 
+def run_names(runs: list) -> list[str]:
+    """What a legend calls each run: its label, else its task, mixer, encoding and seed (a 12-character
+    id says nothing to a reader); runs that would share a name get the start of their id added."""
+    names = []
+    for run in runs:
+        config = run.config()
+        names.append(run.status().get("label") or f"{config.task.name} · {config.model.layers or config.model.mixer}"
+                     f" · {config.model.pos} · seed {config.train.seed}")
+    shared = {name for name in names if names.count(name) > 1}
+    return [f"{name} ({run.run_id[:6]})" if name in shared else name for name, run in zip(names, runs)]
+
+
 def run_labels(runs: list, by: str = "run") -> list[str]:
     """A legend label per run; runs sharing a label (e.g. seeds of one encoding) form one band."""
     if by not in LABEL_KEYS:
         raise ConfigError("label", by, choices=LABEL_KEYS)
+    if by == "run":
+        return run_names(runs)
     labels = []
     for run in runs:
         config = run.config()
-        labels.append({"run": run.run_id, "pos": config.model.pos, "task": config.task.name,
+        labels.append({"pos": config.model.pos, "task": config.task.name,
                        "mixer": config.model.layers or config.model.mixer,
                        "label": run.status().get("label") or run.run_id}[by])
     return labels
@@ -104,9 +118,10 @@ def has_length_curve(run) -> bool:
 
 def runs_length_curve(runs: list, labels: list[str] | None = None):
     frames = []
+    labels = labels or run_names(runs)
     for i, run in enumerate(runs):
         table = length_table(run.metrics())
-        label = labels[i] if labels else run.run_id
+        label = labels[i]
         frames.append(pd.DataFrame({"label": label, "length": list(table), "value": list(table.values())}))
     curves = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["label", "length", "value"])
     if curves.empty:
@@ -177,19 +192,24 @@ def run_metric(run, probe: str, by: str | None = None, events: dict[str, int] | 
 def runs_metric(runs: list, probe: str, labels: list[str] | None = None):
     """One probe of several runs over steps, one line per run (layers and heads averaged)."""
     frames = []
+    labels = labels or run_names(runs)
     for i, run in enumerate(runs):
         rows = probe_series(run.metrics(), probe)
         if rows.empty:
             continue
         mean = rows.groupby("step", as_index=False)["value"].mean()
-        frames.append(mean.assign(series=labels[i] if labels else run.run_id))
+        frames.append(mean.assign(series=labels[i]))
     if not frames:
         raise ConfigError("probe", probe, "not recorded in any of the chosen runs")
     return _probe_figure(pd.concat(frames, ignore_index=True), probe)
 
 
 def _probe_figure(rows: pd.DataFrame, probe: str, markers: dict[str, int] | None = None):
-    fig = metric_over_steps(rows, PROBE_TITLES.get(probe, probe), markers=markers, log_y=probe in LOG_PROBES)
+    title = PROBE_TITLES.get(probe, probe)
+    if "exact_match" in probe:  # exact match reads in percent everywhere, as on the length curves
+        fig = metric_over_steps(rows.assign(value=rows.value * 100), title + " (%)", markers=markers)
+        return fig.update_yaxes(range=[-3, 103])
+    fig = metric_over_steps(rows, title, markers=markers, log_y=probe in LOG_PROBES)
     return share_axis(fig, rows.value) if probe in SHARE_PROBES else fig
 
 
@@ -204,10 +224,9 @@ def run_memorization(run):
     rows = metrics[metrics.probe.isin(list(MEMORIZATION_PROBES)) & (metrics.layer == -1)]
     if rows.empty:
         return run_metric(run, "exact_match", events={})
-    rows = rows.assign(series=rows.probe.map(MEMORIZATION_PROBES))
-    fig = metric_over_steps(rows, "exact match", markers=training_events(run))
-    fig.update_yaxes(range=[-0.03, 1.03])
-    return fig
+    rows = rows.assign(series=rows.probe.map(MEMORIZATION_PROBES), value=rows.value * 100)
+    fig = metric_over_steps(rows, "exact match (%)", markers=training_events(run))
+    return fig.update_yaxes(range=[-3, 103])
 
 
 # --- per-neuron activity --------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def capacity_figure(result: ExperimentResult):
         fig.add_trace(go.Scatter(x=part.table_size, y=part.accuracy, mode="markers", marker=dict(color=color(i), size=6),
                                  name=name + ", each seed", legendgroup=name, showlegend=False,
                                  text=[f"seed {seed}" for seed in part.get("seed", [0] * len(part))]))
-    fig.update_xaxes(title="table size (rows)", type="log", tickvals=sorted(result.table.table_size.unique()),
+    fig.update_xaxes(title="table size (rows, log scale)", type="log", tickvals=sorted(result.table.table_size.unique()),
                      tickformat="~g")  # the sizes tried, not plotly's bare minor digits
     fig.update_yaxes(title="share of the table recalled exactly", range=[0, 1.05])
     return paper_style(fig, width="single", height=300)
