@@ -3,6 +3,7 @@ length-generalization curve. Thin: every number and figure comes from `workbench
 import streamlit as st
 
 from workbench.app_support import exact_match_column, pick_run, runs_table, show_error, store_line
+from workbench.demo import demo_guide
 from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
 
@@ -21,8 +22,18 @@ if table.empty:
             "with `workbench demo build`.")
     st.stop()
 
+guide = demo_guide()
+if guide:
+    st.subheader("Start here")
+    st.caption("Each shipped demo run shows one phenomenon. Open it on the page that shows it:")
+    for item in guide:
+        link, what = st.columns([2, 3])
+        with link:
+            st.page_link(item["page_file"], label=item["demo"], query_params=item["selection"])
+        what.caption(f"**{item['page']}**: {item['look_for']}")
+
 st.subheader("Runs")
-st.dataframe(table[HOME_COLUMNS], hide_index=True, width="stretch", column_config={"exact_match": exact_match_column()})
+st.dataframe(table[HOME_COLUMNS], hide_index=True, width="stretch", column_config={"exact_match": exact_match_column(), "label": st.column_config.TextColumn(width="medium")})
 st.caption("Every column, filters and comparisons: the **Runs** page.")
 
 run = pick_run(table, key="home_run")

@@ -65,3 +65,15 @@ def test_home_in_chromium_shows_demo_runs_and_a_heatmap(streamlit_server, browse
     page.screenshot(path=str(artifacts_dir / "home.png"), full_page=True)
     assert page.locator("[data-testid='stDataFrame']").count() == 1
     assert page.locator(".js-plotly-plot").count() >= 2
+
+
+def test_home_starts_with_the_demo_runs_linked_to_their_pages(data_dir):
+    from workbench.demo import demos
+
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert any(header.value == "Start here" for header in app.subheader)
+    links = app.get("page_link")
+    assert len(links) == len(demos())
+    first = links[0].proto
+    assert "addition" in first.label and "runs=" in first.query_string  # the coupling demo opens beside learned

@@ -154,6 +154,28 @@ def shipped_demo_runs() -> dict[str, Run]:
     return runs
 
 
+PAGE_FILES = {"Attention": "pages/3_Attention.py", "Dynamics": "pages/4_Dynamics.py",
+              "Length generalization": "pages/5_Length_generalization.py"}  # the dashboard's pages, from app/
+
+
+def demo_guide() -> list[dict]:
+    """What to look at first: each shipped demo run, the page that shows its phenomenon (as a file of
+    the dashboard, for a link), what to see there, and the selection the link opens: the demo with
+    the demos it is shipped to be compared with (a coupling run beside its learned-positions run)."""
+    shipped = shipped_demo_runs()
+    ids = {demo.name: demo.config.run_id for demo in demos()}
+    guide = []
+    for demo in demos():
+        if demo.name not in shipped:
+            continue
+        partners = next((check.demos for check in CHECKS if demo.name in check.demos), (demo.name,))
+        together = [ids[name] for name in partners if name in shipped]
+        selection = {"runs": ",".join(together)} if len(together) > 1 else {"run": ids[demo.name]}
+        guide.append({"demo": demo.name, "page": demo.page, "page_file": PAGE_FILES[demo.page],
+                      "look_for": demo.look_for, "run_id": ids[demo.name], "selection": selection})
+    return guide
+
+
 def check_demos(runs: dict[str, Run] | None = None) -> list[tuple[DemoCheck, bool, str]]:
     """Every check on the shipped (or given) demo runs: (check, holds, the numbers)."""
     runs = shipped_demo_runs() if runs is None else runs
