@@ -90,3 +90,12 @@ def test_attention_maps_and_grids_name_their_axes_and_thin_long_token_labels():
     assert len(shown_x) == 2 and len(shown_y) == 2  # the bottom row's keys, the first column's queries
     assert all(axis["title"]["text"] == "key" and len(axis["tickvals"]) <= GRID_TICKS for axis in shown_x)
     assert all(axis["title"]["text"] == "query" for axis in shown_y)
+
+
+def test_no_never_fit_warning_where_exact_match_cannot_be_reached(data_dir):
+    from workbench.explain import run_notes
+    from workbench.store import demo_root, Run
+
+    baseline = Run(demo_root() / "e67b5676b0dd")  # entropy collapse on Markov chains: the next symbol is drawn
+    assert baseline.config().task.name == "markov_icl"
+    assert not any("never fit" in note for note in run_notes(baseline))

@@ -12,6 +12,12 @@ LOW_LOSS = 0.05  # a training loss this low with exact match below NEVER_FIT poi
 SMOKE_TEST_STEPS = 300  # budgets below this (fast mode's) check the pipeline, not the method
 
 
+def task_class(config):
+    from .tasks import TASKS
+
+    return TASKS.get(config.task.name)
+
+
 def training_lengths(config) -> tuple[int, int]:
     from .tasks import build_task
 
@@ -34,7 +40,7 @@ def run_notes(run) -> list[str]:
     final = final_values(run.metrics())
     notes = []
     exact, loss = final.get("exact_match"), final.get("loss")
-    if exact is not None and exact < NEVER_FIT:
+    if exact is not None and exact < NEVER_FIT and task_class(config).exact_match_reachable:
         low, high = training_lengths(config)
         if sweepable(config) and loss is not None and loss < LOW_LOSS:
             notes.append(f"Training loss {loss:.3f} but exact match {exact:.0%} at its training lengths: the "

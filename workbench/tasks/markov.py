@@ -39,6 +39,7 @@ class MarkovICL(Task):
     Params = MarkovParams
     description = "predict a sequence from a fresh random Markov chain (in-context counting)"
     length_name = "symbols"
+    exact_match_reachable = False  # the next symbol is drawn: compare the loss with bayes_loss instead
 
     def validate(self) -> None:
         p = self.params
