@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from workbench import background
 from workbench.config import SECTIONS
-from workbench.forms import (HYBRID, MIXER_SETTINGS, config_from_form, form_fields, form_values, mixer_of,
+from workbench.forms import (HYBRID, config_from_form, form_fields, form_values, mixer_of,
                              model_fields)
 from workbench.models import MIXERS
 from workbench.presets import PRESETS, preset_runs, run_labels
@@ -30,7 +30,15 @@ def shown(mixer: str) -> set[str]:
 
 
 def test_every_mixer_says_which_settings_it_reads():
-    assert set(MIXERS.names()) == set(MIXER_SETTINGS)
+    from dataclasses import fields
+
+    from workbench.config import ModelConfig
+    from workbench.forms import mixer_settings
+
+    model_fields_ = {field.name for field in fields(ModelConfig)}
+    assert set(mixer_settings()) == set(MIXERS.names())
+    for name, settings in mixer_settings().items():
+        assert set(settings) <= model_fields_, f"{name} names a setting ModelConfig does not have"
 
 
 def test_the_form_shows_only_the_settings_a_mixer_reads():

@@ -15,17 +15,14 @@ from .typed import describe
 
 SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
 HYBRID = "hybrid (a mixer per layer)"  # the mixer choice that shows model.layers instead
-# Model settings that only some mixers read (models/mixers/*.py); every other model setting applies to
-# any mixer. A mixer missing here shows them all (tests/test_forms.py checks every mixer is listed).
-MIXER_SETTINGS = {
-    "attention": ("n_heads", "softmax", "gated_attention", "logit_scaling"),
-    "linear_attention": ("n_heads", "feature_map"),
-    "mamba": ("d_state", "d_conv", "expand", "ssm_init"),
-    "h3": ("d_state",),
-    "s4d": ("d_state",),
-    "lstm": (),
-    "gru": (),
-}
+
+
+def mixer_settings() -> dict[str, tuple[str, ...]]:
+    """Mixer name -> the model settings only it reads, as each mixer class declares them
+    (models/mixers/*.py: `settings`), so a new mixer needs no edit here."""
+    from .models import MIXERS
+
+    return {name: MIXERS.get(name).settings for name in MIXERS.names()}
 
 
 @dataclass
@@ -91,8 +88,9 @@ def mixer_choices() -> list[str]:
 def model_fields(mixer: str) -> list[Field]:
     """The model settings that apply to `mixer` (every mixer-specific one for a hybrid); the mixer itself
     is chosen outside the form, and a hybrid names its layers instead of a mixer and a layer count."""
-    specific = {name for names in MIXER_SETTINGS.values() for name in names}
-    applies = specific if mixer == HYBRID or mixer not in MIXER_SETTINGS else set(MIXER_SETTINGS[mixer])
+    settings = mixer_settings()
+    specific = {name for names in settings.values() for name in names}
+    applies = specific if mixer == HYBRID or mixer not in settings else set(settings[mixer])
     hidden = {"mixer", "n_layers" if mixer == HYBRID else "layers"} | (specific - applies)
     return [field for field in section_fields("model") if field.key.split(".", 1)[1] not in hidden]
 

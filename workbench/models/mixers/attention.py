@@ -29,6 +29,7 @@ CLIP_GAMMA, CLIP_ZETA = -0.03, 1.0
 
 @register_mixer("attention")
 class Attention(Mixer):
+    settings = ("n_heads", "softmax", "gated_attention", "logit_scaling")
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads

@@ -23,6 +23,9 @@ class MixerContext:
 
 class Mixer(nn.Module):
     name = "mixer"
+    # The model settings (ModelConfig fields) only this kind of mixer reads; the Train form shows them
+    # for this mixer alone. Every other model setting applies to any mixer.
+    settings: tuple[str, ...] = ()
 
     def __init__(self, config, layer_index: int):
         super().__init__()

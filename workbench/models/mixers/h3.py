@@ -26,6 +26,7 @@ from .s4d import DiagonalSSM, causal_convolution
 
 @register_mixer("h3")
 class H3(Mixer):
+    settings = ("d_state",)
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d = config.d_model

@@ -45,6 +45,7 @@ def feature_size(name: str, qk_dim: int) -> int:
 
 @register_mixer("linear_attention")
 class LinearAttention(Mixer):
+    settings = ("n_heads", "feature_map")
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads

@@ -45,6 +45,7 @@ def inverse_softplus(y: Tensor) -> Tensor:
 
 @register_mixer("mamba")
 class Mamba(Mixer):
+    settings = ("d_state", "d_conv", "expand", "ssm_init")
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.d_state = config.d_model, config.d_state

@@ -93,6 +93,7 @@ def causal_convolution(u: Tensor, kernel: Tensor) -> Tensor:
 
 @register_mixer("s4d")
 class S4D(Mixer):
+    settings = ("d_state",)
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d = config.d_model
