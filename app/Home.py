@@ -2,7 +2,7 @@
 length-generalization curve. Thin: every number and figure comes from `workbench`."""
 import streamlit as st
 
-from workbench.app_support import exact_match_column, pick_run, runs_table, show_error, store_line
+from workbench.app_support import errors_shown, exact_match_column, pick_run, runs_table, store_line
 from workbench.demo import demo_guide
 from workbench.explain import run_notes
 from workbench.figures import runs as run_figures
@@ -45,21 +45,17 @@ for note in run_notes(run):
 left, right = st.columns(2)
 with left:
     st.subheader("Attention")
-    try:
+    with errors_shown():
         patterns, tokens, step = run_figures.snapshot_patterns(run)
         layer = st.selectbox("layer", sorted(patterns), key="home_layer")
         head = st.selectbox("head", list(range(patterns[layer].shape[0])), key="home_head")
         st.plotly_chart(run_figures.run_attention(run, layer, head), key="home_attention")
         st.caption(f"probe example at step {step}: {''.join(tokens)}")
-    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
-        show_error(error)
 with right:
     st.subheader("Length generalization")
     if not run_figures.has_length_curve(run):
         st.info("This run was not evaluated at test lengths. Evaluate it on the **Length generalization** "
                 f"page, or with `workbench eval-length {run.run_id} --lengths 5,10,20`.")
     else:
-        try:
+        with errors_shown():
             st.plotly_chart(run_figures.runs_length_curve([run]), key="home_length")
-        except Exception as error:  # noqa: BLE001
-            show_error(error)

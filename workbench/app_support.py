@@ -5,6 +5,8 @@ draw one widget group the same way on every page (a run picker, a figure with it
 """
 from __future__ import annotations
 
+import contextlib
+
 import re
 import warnings
 
@@ -222,6 +224,16 @@ def figure_view(fig, key: str, stem: str) -> None:
     width = "content" if fig.layout.width else "stretch"  # a fixed-width figure (a map) keeps its shape
     st.plotly_chart(fig, key=key, width=width, config={"displaylogo": False})
     download_buttons(fig, stem, key=f"{key}_download")
+
+
+@contextlib.contextmanager
+def errors_shown():
+    """`with errors_shown(): ...` shows an error raised inside on the page (a warning for bad input,
+    an error otherwise) and lets the rest of the page draw, instead of stopping it."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+        show_error(error)
 
 
 def show_error(error: Exception) -> None:

@@ -38,10 +38,8 @@ if runs:
     stem = support.download_name("compare", *[run.run_id for run in runs])
     with left:
         st.subheader("Loss")
-        try:
+        with support.errors_shown():
             support.figure_view(run_figures.runs_metric(runs, "loss"), "runs_loss", stem + "-loss")
-        except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
-            support.show_error(error)
     with right:
         st.subheader("Length generalization")
         with_curves = [run for run in runs if run_figures.has_length_curve(run)]
@@ -65,13 +63,11 @@ else:
         st.warning(f"Delete run {pending} and all its files? This cannot be undone.")
         yes, no = st.columns([1, 8])
         if yes.button("Yes, delete", key="runs_delete_yes", type="primary"):
-            try:
+            with support.errors_shown():
                 delete_run(pending)
                 support.set_selection([r for r in support.current_selection() if r != pending])
                 st.session_state.pop("runs_confirm_delete")
                 st.rerun()
-            except Exception as error:  # noqa: BLE001
-                support.show_error(error)
         if no.button("Cancel", key="runs_delete_no"):
             st.session_state.pop("runs_confirm_delete")
             st.rerun()

@@ -18,11 +18,9 @@ if not support.store_is_empty(table):
         st.info(f"Run {run.run_id} recorded no train-vs-fresh accuracy (the `memorization` "
                 "probe). Train any task with `probes.extra=memorization` (with `task.random_labels=true` "
                 "there is nothing to learn but the training set). Its exact match over training is shown instead.")
-    try:
+    with support.errors_shown():
         support.figure_view(run_figures.run_memorization(run), "memorization_curve",
                             support.download_name(run.run_id, "memorization"))
-    except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
-        support.show_error(error)
 
 st.subheader("Capacity")
 result = load_result(CAPACITY) or load_result(CAPACITY, fast=True)
@@ -30,8 +28,6 @@ if result is None:
     st.info(f"No capacity result yet: run the `{CAPACITY}` experiment on the **Experiments** page or with "
             f"`workbench experiment run {CAPACITY}`.")
 else:
-    try:
+    with support.errors_shown():
         support.figure_view(result.figure(), "memorization_capacity", support.download_name(CAPACITY))
-    except Exception as error:  # noqa: BLE001
-        support.show_error(error)
     st.dataframe(result.table, hide_index=True, key="memorization_capacity_table")

@@ -74,11 +74,9 @@ else:
         st.code(job.log_tail() or "(no output)")
     if st.button("Run", type="primary", key="experiments_run",
                  help="trains every variant in a background process (runs already in the store are reused)"):
-        try:
+        with support.errors_shown():
             background.start_experiment(name, fast, budget, backend, ray_address)
             st.rerun()
-        except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
-            support.show_error(error)
 
 result = load_result(name, fast, budget)
 if result is None:
@@ -92,10 +90,8 @@ stem = support.download_name(name, "fast" if fast else "", budget.slug if budget
 short_budget = budget_note(budget.steps if budget and budget.steps else recipe.steps, fast)
 if short_budget:
     st.warning(short_budget)
-try:
+with support.errors_shown():
     support.figure_view(result.figure(), "experiments_figure", stem)
-except Exception as error:  # noqa: BLE001
-    support.show_error(error)
 if fast or budget:
     with st.expander("Verdicts on this budget (fewer than 3 seeds never decide a claim)"):
         st.markdown("\n".join(claim_lines(experiment, result)))
