@@ -50,6 +50,11 @@ def filter_runs(table: pd.DataFrame, text: str = "", statuses=(), tasks=(), mixe
     return rows.reset_index(drop=True)
 
 
+def pickable(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs a page can open: all but damaged ones (the Runs page lists those, marked)."""
+    return table[table.status != "damaged"] if "status" in table.columns else table
+
+
 def run_label(row) -> str:
     label = f"{row.run_id} · {row.task} · {row.mixer} · {row.pos} · seed {row.seed}"
     return label + (" · demo" if row.demo else "")
@@ -117,6 +122,7 @@ def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0)
     """A select box over the runs; it starts on the runs selected on the Runs page."""
     import streamlit as st
 
+    table = pickable(table)
     options = {run_label(row): row.run_id for row in table.itertuples()}
     labels = list(options)
     selected = selected_run_ids(table)
@@ -134,6 +140,7 @@ def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[
     """A multiselect over the runs; it starts on `default` (ids), else on the runs selected on the Runs page."""
     import streamlit as st
 
+    table = pickable(table)
     options = {run_label(row): row.run_id for row in table.itertuples()}
     if key in st.session_state:  # chosen before (or set by add_to_choice): a default would only warn
         st.session_state[key] = [name for name in st.session_state[key] if name in options]

@@ -147,7 +147,7 @@ def cmd_train(args) -> int:
         path, overrides = None, [path] + overrides
     config = RunConfig.load(path, overrides)
     try:
-        run = train(config, progress=not args.quiet, label=args.label)
+        run = train(config, progress=not args.quiet, label=args.label, say=lambda line: print(line, file=sys.stderr))
     except KeyboardInterrupt:
         print(f"interrupted; run {config.run_id} resumes from its last checkpoint with the same command",
               file=sys.stderr)

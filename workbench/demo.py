@@ -7,7 +7,8 @@ import shutil
 
 from .config import RunConfig
 from .experiments import get_experiment
-from .store import FINISHED, Run, demo_root, run_path
+from .run_files import LOCK
+from .store import Run, demo_root, run_path
 from .train import train
 
 COPY_WITH_ROPE = ["task.name=copy", "task.eval_lengths=5,10,15,20", "model.pos=rope", "model.n_layers=2",
@@ -34,12 +35,13 @@ def build_demo(progress: bool = True) -> list[str]:
     ids = []
     for label, config in demo_configs().items():
         stored = Run(run_path(config.run_id))
-        if stored.status().get("status") in FINISHED:
+        if stored.finished():
             shutil.copytree(stored.path, root / config.run_id)
             run = Run(root / config.run_id)
         else:
             run = train(config, progress=progress, root=root)
         run.write_status(label=f"demo: {label}")
         (run.path / "checkpoint.safetensors").unlink(missing_ok=True)
+        (run.path / LOCK).unlink(missing_ok=True)  # nobody trains a shipped run
         ids.append(run.run_id)
     return ids
