@@ -4,7 +4,8 @@
 once; one that was interrupted (Ctrl-C, a crash, kill -9) resumes from its last checkpoint. A NaN or
 infinite loss stops the run and records it as diverged. One process trains a run at a time (the
 run's lock, run_lock.py): a second trainer of the same config waits, then returns the first one's
-result. A damaged run (damage.py) is trained again from the start, replacing it.
+result. A damaged run (damage.py) is trained again from the start, replacing it. A model too big
+for this machine's memory is refused before anything is allocated (memory.py).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from .errors import DamagedRun
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
 from .probes import ProbeContext, probe_names, run_probes
+from .memory import check_fits_in_memory
 from .run_files import LOCK
 from .run_lock import run_lock
 from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
@@ -121,6 +123,7 @@ def train(config: RunConfig, progress: bool = True, label: str = "", root=None, 
     if run.finished():
         say(f"run {run.run_id} is in the store already; reusing it")
         return run
+    check_fits_in_memory(config)
     with run_lock(run.path, on_wait=lambda: say(_waiting_line(run))):
         damage = run.damage(locked_by_us=True)
         if damage is not None:
