@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,12 +164,15 @@ class RunConfig:
             check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
         check(m.d_model % m.n_heads == 0, "model.n_heads", m.n_heads,
               f"expected a divisor of model.d_model ({m.d_model})")
+        _finite_numbers(self)
         check(m.mlp_ratio > 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")
         t = self.train
         for name in ("steps", "batch_size", "eval_samples"):
             check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), "expected >= 1")
-        check(t.lr > 0, "train.lr", t.lr, "expected > 0")
+        check(t.lr > 0, "train.lr", t.lr, "expected a finite number > 0, e.g. 1e-3")
+        check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, "expected >= 0")
+        check(0 <= t.beta2 < 1, "train.beta2", t.beta2, "expected 0 <= beta2 < 1, e.g. 0.98")
         check(t.warmup >= 0, "train.warmup", t.warmup, "expected >= 0")
         check(0 <= t.min_lr_ratio <= 1, "train.min_lr_ratio", t.min_lr_ratio, "expected 0..1")
         check(t.threads >= 0, "train.threads", t.threads, "expected >= 0")
@@ -201,6 +205,17 @@ class RunConfig:
         for key, value in dotted.items():
             set_dotted(values, key, value)
         return RunConfig.from_dict(values)
+
+
+def _finite_numbers(config: "RunConfig") -> None:
+    """Every float setting is a finite number: `train.lr=inf` would otherwise "diverge at step 1"."""
+    for section in ("model", "train"):
+        values = getattr(config, section)
+        for item in dataclasses.fields(values):
+            value = getattr(values, item.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                allowed = "expected a finite number > 0, e.g. 1e-3" if item.name == "lr" else "expected a finite number"
+                raise ConfigError(f"{section}.{item.name}", value, allowed)
 
 
 def _choice(field_name: str, value: str, choices) -> None:
