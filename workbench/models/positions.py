@@ -196,12 +196,24 @@ class Alibi(PositionalEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / self.n_heads) for h in range(self.n_heads)])
-        self.register_buffer("slopes", slopes, persistent=False)
+        self.register_buffer("slopes", torch.tensor(alibi_slopes(self.n_heads)), persistent=False)
 
     def bias(self, layer, positions):
         distance = (positions[:, :, None] - positions[:, None, :]).clamp(min=0).float()  # (B, T, T)
         return -self.slopes[None, :, None, None] * distance[:, None]
+
+
+def alibi_slopes(n_heads: int) -> list[float]:
+    """The paper's slopes (Press et al. 2022, arXiv 2108.12409, the authors' `get_slopes`): for 2^k heads
+    the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^-8; for other counts, those of the largest power
+    of two below, then every other slope of twice that power (for 3 heads: 1/16, 1/256, then 1/4)."""
+    def power_of_two(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+
+    if n_heads & (n_heads - 1) == 0:
+        return power_of_two(n_heads)
+    below = 2 ** (n_heads.bit_length() - 1)
+    return power_of_two(below) + power_of_two(2 * below)[0::2][:n_heads - below]
 
 
 def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
