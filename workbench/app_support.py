@@ -164,8 +164,12 @@ def download_buttons(fig, stem: str, key: str) -> None:
     """PNG, SVG and PDF of the figure; each is rendered only when its button is clicked."""
     import streamlit as st
 
+    from .figures.chromium import missing_browser
     from .figures.export import FORMATS, MIME_TYPES, to_bytes
 
+    if missing_browser():
+        st.caption(missing_browser())
+        return
     row = st.container(horizontal=True, gap="small")
     for fmt in FORMATS[::-1]:  # png, svg, pdf
         row.download_button(fmt.upper(), data=lambda fmt=fmt: to_bytes(fig, fmt), file_name=f"{stem}.{fmt}",

@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, MissingSystemPackage
 from .store import REPO_ROOT
 from .figures.export import FIGURES
 from .typed import _coerce
@@ -376,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except MissingSystemPackage as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

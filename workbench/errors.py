@@ -36,3 +36,8 @@ class DamagedRun(ConfigError):
 
     def with_remedy(self, remedy: str | None) -> "DamagedRun":
         return DamagedRun(self.run_id, self.file, self.problem, remedy) if remedy else self
+
+
+class MissingSystemPackage(RuntimeError):
+    """Something this machine lacks and pip cannot install (a browser for figure export): the command
+    line prints the one-line message, which names what to install, and exits 1."""
