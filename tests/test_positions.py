@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from workbench.config import RunConfig
+from workbench.coupled_ids import LEVEL_STRIDE
 from workbench.models import POSITIONS, build_model
 from workbench.models.positions_relative import t5_buckets
 from workbench.tasks import build_task
-from workbench.tasks.common import LEVEL_STRIDE
 
 ALL = POSITIONS.names()
 SMALL = ["model.n_layers=2", "model.d_model=32", "model.n_heads=2", "task.max_digits=5"]

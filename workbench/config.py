@@ -143,7 +143,6 @@ class RunConfig:
     # --- checking -----------------------------------------------------------------------------
     def validate(self) -> None:
         from .models import MIXERS, POSITIONS
-        from .models.positions import ids_for_encoding
         from .tasks import build_task
 
         self.task.params = ids_for_encoding(self.model.pos, self.task.name, self.task.params)  # ids follow model.pos
@@ -205,6 +204,30 @@ class RunConfig:
         for key, value in dotted.items():
             set_dotted(values, key, value)
         return RunConfig.from_dict(values)
+
+
+def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
+    """The task parameters with `ids` set to the scheme the encoding reads (a no-op otherwise). It
+    joins the two registries, so it lives here, above both: models never import tasks.
+
+    Raises a ConfigError when the encoding needs task ids the task does not provide."""
+    from .models import POSITIONS
+    from .tasks import TASKS
+
+    encoding, task = POSITIONS.get(pos), TASKS.get(task_name)
+    if not encoding.uses_task_ids:
+        return task_params
+    if not task.uses_position_ids:
+        with_ids = [name for name in TASKS.names() if TASKS.get(name).uses_position_ids]
+        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; use it with another "
+                                            f"encoding or choose a task among: {', '.join(with_ids)}")
+    schemes = getattr(task, "id_schemes", ("coupling",))  # a task with one scheme offers coupling ids
+    if encoding.task_ids not in schemes:
+        raise ConfigError("model.pos", pos, f"task {task_name!r} offers {', '.join(schemes)} ids, "
+                                            f"not {encoding.task_ids}")
+    if len(schemes) > 1:
+        return {**task_params, "ids": encoding.task_ids}
+    return task_params
 
 
 def _finite_numbers(config: "RunConfig") -> None:
