@@ -31,7 +31,7 @@ def chromium_server(needs_browser):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, str]:
     """A tiny trained run, evaluated after training at test lengths with attention entropy."""
-    from workbench.reports import evaluate_lengths
+    from workbench.analysis import evaluate_lengths
 
     root = tmp_path_factory.mktemp("runs")
     run_id = train(RunConfig.load(None, TINY), progress=False, root=root).run_id

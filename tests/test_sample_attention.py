@@ -7,12 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from workbench.analysis import evaluate_lengths, run_sample_attention
 from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.figures.runs import run_attention, run_attention_grid
-from workbench.probes.sample_attention import run_sample_attention
-from workbench.reports import evaluate_lengths
 from workbench.train import train
 
 TINY = ["task.name=copy", "task.max_length=6", "model.layers=attention,mamba", "model.pos=rope", "model.d_model=16",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.analysis import load_model
 from workbench.config import RunConfig
 from workbench.run_lock import is_locked, run_lock
 from workbench.store import Run, open_run
@@ -66,7 +67,7 @@ def test_two_trainers_of_one_config_train_it_once(data_dir, tmp_path):
     run = open_run(config.run_id)  # checks every file
     assert run.status()["status"] == "completed" and run.status()["pid"] == trainer_pid
     assert run.metrics().equals(train(config, progress=False, root=tmp_path / "alone").metrics())  # trained once
-    run.load_model()
+    load_model(run)
     _no_stray_files(run.path)
 
 

@@ -81,7 +81,7 @@ def same_task_runs(table: pd.DataFrame, limit: int = 4) -> list[str]:
 
 
 def length_result_table(result: dict) -> pd.DataFrame:
-    """reports.evaluate_lengths's result as a table: one row per length, exact match and the mean
+    """analysis.evaluate_lengths's result as a table: one row per length, exact match and the mean
     attention entropy (nats) of each layer."""
     entropy = result.get("entropy", {})
     return pd.DataFrame([{"length": length, "exact_match": value,
@@ -90,7 +90,7 @@ def length_result_table(result: dict) -> pd.DataFrame:
 
 
 def offset_result_table(curves: dict[int, dict[int, float]]) -> pd.DataFrame:
-    """probes.id_offset.evaluate_offsets's result as a table: one row per length, a column per offset."""
+    """analysis.evaluate_offsets's result as a table: one row per length, a column per offset."""
     return pd.DataFrame([{"length": length, **{f"offset {offset}": value for offset, value in curve.items()}}
                          for length, curve in curves.items()])
 
@@ -196,8 +196,8 @@ def show_error(error: Exception) -> None:
 
 
 def evaluate_by_length(evaluate):
-    """evaluate(progress) under a progress bar that counts test lengths (reports.evaluate_lengths and
-    probes.id_offset.evaluate_offsets both report per length); None, with the error shown, when it fails."""
+    """evaluate(progress) under a progress bar that counts test lengths (analysis.evaluate_lengths and
+    analysis.evaluate_offsets both report per length); None, with the error shown, when it fails."""
     import streamlit as st
 
     bar = st.progress(0.0, text="evaluating")

@@ -213,7 +213,8 @@ def _with_length_bar(evaluate):
 
 def cmd_eval_length(args) -> int:
     from .errors import check
-    from .reports import evaluate_lengths, json_keys
+    from .analysis import evaluate_lengths
+    from .reports import json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
     if args.offsets is not None:
@@ -246,7 +247,7 @@ def cmd_eval_length(args) -> int:
 
 def _eval_offsets(args) -> int:
     from .errors import check
-    from .probes.id_offset import evaluate_offsets
+    from .analysis import evaluate_offsets
     from .reports import json_keys
 
     check(not (args.entropy or args.examples), "--offsets", args.offsets,

@@ -164,35 +164,6 @@ class Run:
             problem = str(error)
         raise DamagedRun(self.run_id, str(path.relative_to(self.path)), problem)
 
-    def load_model(self, checkpoint: str = MODEL):
-        """(model, task) with the run's final weights, in eval mode."""
-        from safetensors.torch import load_file
-
-        from .models import build_model
-        from .tasks import build_task
-
-        weights = self.path / checkpoint
-        status = self.status()
-        if not weights.exists() and status.get("status") == COMPLETED:
-            raise DamagedRun(self.run_id, checkpoint, "missing, though the run completed")
-        if not weights.exists():  # a diverged run keeps no weights; a running or interrupted one has none yet
-            raise ConfigError("run", self.run_id, f"has no final weights to load (status {status.get('status')!r}"
-                              + (f", diverged at step {status['diverged_step']}" if status.get("diverged_step") is not None
-                                 else "") + "); only a completed run can be evaluated")
-        config = self.config()
-        task = build_task(config.task.name, config.task.params)
-        model = build_model(config.model, len(task.vocab))
-        problem = safetensors_problem(weights)
-        try:
-            if problem is None:
-                state = load_file(str(weights))
-                model.load_state_dict({k[len("model."):] if k.startswith("model.") else k: v
-                                       for k, v in state.items() if not k.startswith(("optim.", "rng."))})
-                return model.eval(), task
-        except Exception as error:  # noqa: BLE001 - a bad header, or weights that do not fit config.json
-            problem = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise DamagedRun(self.run_id, checkpoint, problem)
-
     # writing
     def write_status(self, **changes) -> dict[str, Any]:
         status = {**self.status(), **changes}
