@@ -1,7 +1,9 @@
 # workbench: the two commands are `make app` and `make test`.
 #
-# Every target first makes sure the virtual environment in .venv is installed; it is built once
-# and rebuilt only when pyproject.toml changes (the stamp file .venv/.installed records that).
+# Every target first makes sure the system packages are there (`make system`: Chromium and fonts,
+# installed with apt-get when it can, else one line naming the command to run) and that the
+# virtual environment in .venv is installed; it is built once and rebuilt only when
+# pyproject.toml changes (the stamp file .venv/.installed records that).
 
 PY ?= python3
 VENV = .venv
@@ -13,13 +15,20 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 ARTIFACTS = artifacts
 
-.PHONY: all setup app test bench demo clean-artifacts
+.PHONY: all system setup app test bench demo clean-artifacts
 all: test
 
 # --- set-up ----------------------------------------------------------------------------------
+# system: Chromium (figure export, browser tests), fonts, CA certificates, python3-venv; returns at
+# once when they are there (scripts/system-packages.sh says what and why).
+system:
+	@PY=$(PY) scripts/system-packages.sh
+
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# `| system`: the system packages come first (python3-venv before the venv), checked on every make
+# but never a reason to rebuild the venv.
+$(VENV)/.installed: pyproject.toml | system
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/pip install $(TORCH_SPEC) $(TORCH_PIP_ARGS)

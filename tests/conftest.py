@@ -2,7 +2,12 @@
 
 - `data_dir`: a fresh run store for one test (WORKBENCH_DATA points at it).
 - `chromium_browser` / `browser_page`: Debian's Chromium driven by Playwright. We never run
-  `playwright install`; the browser comes from the system package (`.ci/run` installs it).
+  `playwright install`; the browser comes from the system package (`make system`, run by
+  `make test` and `make app`, installs it).
+- `needs_browser`: skips a test (figure export, the dashboard in Chromium) with the one-line
+  reason when the machine has no browser, so a missing optional system package never fails a
+  test (notebooks/conftest.py does the same for notebook cells tagged `needs-browser`). WORKBENCH_REQUIRE_BROWSER=1 (set by `.ci/run`, whose `make test` installs Chromium
+  or stops) turns the skip into a failure, so CI cannot pass without running the browser tests.
 - `streamlit_server`: starts `app/Home.py` on a free local port and returns its URL.
 - `artifacts_dir`: `artifacts/` at the repository root, for screenshots and exported figures.
 - `shipped_results`: every test sees an empty data/results/ unless it is marked `shipped`.
@@ -70,19 +75,31 @@ def shipped_results(request, tmp_path_factory, monkeypatch) -> Path:
 
 
 # --- the browser -----------------------------------------------------------------------------
+def skip_without_browser() -> None:
+    """Skip (or, where WORKBENCH_REQUIRE_BROWSER is set, fail) unless a browser is there."""
+    from workbench.figures.chromium import missing_browser
+
+    reason = missing_browser()
+    if reason is None:
+        return
+    if os.environ.get("WORKBENCH_REQUIRE_BROWSER"):
+        pytest.fail(f"{reason} (WORKBENCH_REQUIRE_BROWSER is set: `make system` should have installed it)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def needs_browser() -> None:
+    skip_without_browser()
+
+
 def find_chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="session")
-def chromium_browser():
+def chromium_browser(needs_browser):
     """One headless system Chromium for the whole session, driven by Playwright."""
-    executable = find_chromium()
-    if executable is None:
-        reason = "no system Chromium on PATH (Debian: apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}; CI must provide it, see .ci/run")
-        pytest.skip(reason)
+    executable = os.environ.get("BROWSER_PATH") or find_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -83,3 +83,20 @@ def test_yaml_is_loaded_safely(tmp_path):
     (tmp_path / "evil.yaml").write_text("model: !!python/object/apply:os.system ['echo pwned']\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         RunConfig.load(tmp_path / "evil.yaml")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "0", "-1e-3"])
+def test_a_learning_rate_that_is_not_a_finite_positive_number_is_refused(value, capsys):
+    from workbench.cli import main
+
+    assert main(["train", f"train.lr={value}"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: train.lr: invalid value") and "finite number > 0" in line
+    assert str(float(value)) in line
+
+
+@pytest.mark.parametrize("override", ["model.mlp_ratio=inf", "train.grad_clip=nan", "train.beta2=1",
+                                      "train.weight_decay=-0.1"])
+def test_other_numbers_out_of_range_are_refused(override):
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        RunConfig.load(None, [override])

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from workbench.analysis import evaluate_lengths, load_model
 from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
@@ -16,7 +17,7 @@ from workbench.evaluate import eval_generator, exact_match
 from workbench.figures.builders import FLAT_SHARE
 from workbench.figures.runs import has_entropy_by_length, run_entropy_by_length
 from workbench.probes import entropy_vs_length
-from workbench.reports import entropy_layer_means, evaluate_lengths
+from workbench.reports import entropy_layer_means
 from workbench.store import open_run
 from workbench.train import train
 
@@ -36,7 +37,7 @@ def test_evaluation_stores_exact_match_and_entropy_per_head_and_layer(run_id):
     result = evaluate_lengths(run_id, "3,6,12", n=16, entropy_n=4, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(1, 3), (2, 3), (3, 3)]
     run = open_run(run_id)
-    model, task = run.load_model()
+    model, task = load_model(run)
     # the same numbers as evaluating the model directly, each length on its own stream
     for length in LENGTHS:
         direct, _ = exact_match(model, task, 16, eval_generator(0, length), length=length)

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from workbench.experiments import VERDICTS, Budget, get_experiment, load_result, run_experiment
-from workbench.experiments.inside.entropy_collapse import collapse_step
+from workbench.events import first_collapse as collapse_step
 from workbench.experiments.inside.lazy_neurons import _layers_not_falling
 from workbench.reports import neuron_activity_steps
 from workbench.store import open_run

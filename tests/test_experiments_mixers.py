@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from workbench.analysis import load_model
 from workbench.cli import main
 from workbench.evaluate import eval_generator, token_accuracy
 from workbench.experiments import EXPERIMENTS, get_experiment, run_experiment
@@ -67,7 +68,7 @@ def test_attention_answers_99_percent_of_mqar_queries_at_width_64(data_dir):
     with GPT-2's 0.02 init this model stalls near 43% per query at 8 pairs."""
     variant = next(v for v in get_experiment("mqar-vs-width").variants(False)
                    if v.labels["mixer"] == "attention" and v.labels["width"] == TARGET_WIDTH)
-    model, task = train(variant.config, progress=False).load_model()
+    model, task = load_model(train(variant.config, progress=False))
     for pairs in (2, 4, 8):
         accuracy = token_accuracy(model, task, MQAR_EVAL_SAMPLES, eval_generator(variant.config.train.seed, pairs),
                                   length=pairs)

@@ -2,7 +2,6 @@
 a %PDF header; every figure of `workbench export`; names that would write outside their folder."""
 from __future__ import annotations
 
-import os
 import struct
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -14,7 +13,6 @@ from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.figures import WIDTHS, paper_style
 from workbench.figures.builders import metric_over_steps
-from workbench.figures.chromium import find_chromium
 from workbench.figures.export import FIGURES, export, export_path, export_server, safe_export_path, to_bytes
 from workbench.train import train
 
@@ -24,12 +22,8 @@ TINY = ["task.name=addition", "task.max_digits=3", "task.eval_lengths=2,3,5", "m
 
 
 @pytest.fixture(scope="module")
-def chromium_server():
+def chromium_server(needs_browser):
     """One kaleido Chromium for the module: each export then takes a fraction of a second."""
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("no system Chromium on PATH; CI must provide it, see .ci/run")
-        pytest.skip("no system Chromium on PATH (Debian: apt-get install chromium)")
     with export_server():
         yield
 
@@ -37,7 +31,7 @@ def chromium_server():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, str]:
     """A tiny trained run, evaluated after training at test lengths with attention entropy."""
-    from workbench.reports import evaluate_lengths
+    from workbench.analysis import evaluate_lengths
 
     root = tmp_path_factory.mktemp("runs")
     run_id = train(RunConfig.load(None, TINY), progress=False, root=root).run_id
@@ -200,3 +194,28 @@ def test_cli_refuses_traversal_and_writes_nothing(store, tmp_path, capsys, args)
 def test_cli_refuses_a_run_id_that_is_a_path(store, capsys):
     assert main(["export", "../runs", "--figure", "loss"]) == 2
     assert "no path separators" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_browser(monkeypatch):
+    """A machine without any browser: nothing on PATH, no BROWSER_PATH."""
+    monkeypatch.setattr("workbench.figures.chromium.shutil.which", lambda name: None)
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+
+
+def test_without_a_browser_export_says_so_in_one_line(no_browser, store, capsys):
+    assert main(["export", store, "--figure", "loss", "--out", "loss.svg"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "Chromium" in line and "apt-get install chromium" in line
+    assert not Path("exports").exists()
+
+
+def test_without_a_browser_the_tests_that_need_one_skip_with_that_reason(no_browser):
+    import conftest
+    from workbench.figures.chromium import NO_BROWSER
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("WORKBENCH_REQUIRE_BROWSER", raising=False)
+        with pytest.raises(pytest.skip.Exception, match="apt-get install chromium") as skipped:
+            conftest.skip_without_browser()
+    assert str(skipped.value) == NO_BROWSER

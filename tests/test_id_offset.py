@@ -8,11 +8,12 @@ import pytest
 import torch
 from torch import nn
 
+from workbench.analysis import evaluate_offsets, load_model
 from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.evaluate import eval_generator
-from workbench.probes.id_offset import coupled_tasks, evaluate_offsets, offset_curve
+from workbench.probes.id_offset import coupled_tasks, offset_curve
 from workbench.store import open_run
 from workbench.tasks import build_task
 from workbench.train import train
@@ -102,7 +103,7 @@ def test_evaluate_offsets_matches_the_model_read_directly_and_stores_nothing(run
     calls = []
     curves = evaluate_offsets(run_id, "2,4", "1,3", n=16, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(1, 2), (2, 2)] and list(curves) == [2, 4] and all(list(c) == [1, 3] for c in curves.values())
-    model, task = open_run(run_id).load_model()
+    model, task = load_model(open_run(run_id))
     assert curves[4] == offset_curve(model, task, 4, [1, 3], 16, seed=0)
     assert len(open_run(run_id).metrics()) == before
     # the same stream as every other evaluation of that length: offset 1 is the standard evaluation

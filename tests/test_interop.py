@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from interop_models import MAMBA_SCALE, extra_or_skip, hf_logits, random_inputs, saved, stored_run
+from workbench.analysis import load_model
 from workbench.cli import main
 from workbench.store import open_run
 
@@ -72,7 +73,7 @@ def test_exported_model_computes_the_same_logits_and_comes_back_exactly(name, da
     out = export_model(run.run_id, tmp_path / "hf")
     hf_model = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True).eval()
     assert type(hf_model).__name__ == hf_class
-    model, task = run.load_model()
+    model, task = load_model(run)
     tokens = random_inputs(len(task.vocab))
     with torch.no_grad():
         ours = model(tokens)
@@ -85,7 +86,7 @@ def test_exported_model_computes_the_same_logits_and_comes_back_exactly(name, da
     assert "commit" in recorded and recorded["vocab"] == task.vocab.symbols
 
     imported = import_model(out)
-    back, _ = imported.load_model()
+    back, _ = load_model(imported)
     with torch.no_grad():
         assert torch.equal(back(tokens), ours), "the round trip must give identical logits"
     model_config = imported.config().model
@@ -112,8 +113,8 @@ def test_export_model_and_import_model_on_the_command_line(data_dir, tmp_path, c
     capsys.readouterr()
     assert main(["import-model", str(out)]) == 0
     imported = capsys.readouterr().out.strip()
-    original, task = open_run(run_id).load_model()
-    back, _ = open_run(imported).load_model()
+    original, task = load_model(open_run(run_id))
+    back, _ = load_model(open_run(imported))
     tokens = random_inputs(len(task.vocab), n=64)
     with torch.no_grad():
         assert torch.equal(back(tokens), original(tokens))
@@ -179,7 +180,7 @@ def test_a_local_transformers_model_imports_as_a_run_with_its_logits(kind, data_
                                  tie_word_embeddings="untied" not in kind, use_conv_bias="no-conv-bias" not in kind,
                                  **MAMBA)
     run = import_model(folder)
-    model, task = run.load_model()
+    model, task = load_model(run)
     assert run.config().task.name == "imported" and len(task.vocab) == hf_model.config.vocab_size
     tokens = random_inputs(len(task.vocab), n=200, length=24)
     with torch.no_grad():

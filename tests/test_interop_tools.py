@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from interop_models import extra_or_skip, random_inputs, stored_run
+from workbench.analysis import load_model
 from workbench import export_model
 
 PATTERN_TOLERANCE = 1e-5
@@ -23,7 +24,7 @@ def test_transformer_lens_caches_the_workbench_attention_patterns(options, data_
     run = stored_run(data_dir, **options)
     folder = export_model(run.run_id, tmp_path / "hf")
     bridge = TransformerBridge.boot_transformers(str(folder), device="cpu")  # a local folder: no hub
-    model, task = run.load_model()
+    model, task = load_model(run)
     tokens = random_inputs(len(task.vocab), n=64, length=24)
     logits, cache = bridge.run_with_cache(tokens)
     with torch.no_grad():
@@ -43,7 +44,7 @@ def test_nnsight_reads_a_pattern_and_patches_an_activation(data_dir, tmp_path, m
     nnsight = extra_or_skip("nnsight")
 
     run = stored_run(data_dir, pos="rope")
-    model, task = run.load_model()
+    model, task = load_model(run)
     tokens = random_inputs(len(task.vocab), n=8, length=12)
     traced = nnsight.NNsight(model)
     pattern_name, post_name = "blocks.0.mixer.hook_pattern", "blocks.1.mlp.hook_post"

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from workbench.config import RunConfig
+from workbench.coupled_ids import LEVEL_STRIDE
 from workbench.models import POSITIONS, build_model
 from workbench.models.positions_relative import t5_buckets
 from workbench.tasks import build_task
-from workbench.tasks.common import LEVEL_STRIDE
 
 ALL = POSITIONS.names()
 SMALL = ["model.n_layers=2", "model.d_model=32", "model.n_heads=2", "task.max_digits=5"]
@@ -183,3 +183,26 @@ def test_coupling_relative_trains_its_tables_and_slopes():
     logits = model(batch.tokens, batch.position_ids)
     torch.nn.functional.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask]).backward()
     assert model.encoding.tables[0].weight.grad.abs().sum() > 0 and model.encoding.slopes.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("n_heads, slopes", [
+    # Press et al. 2022 (arXiv 2108.12409), the authors' get_slopes: a power of two gives 2^(-8/n), 2^(-16/n), ...;
+    # otherwise the slopes of the power of two below, then every other slope of twice that power
+    (3, [2 ** -4, 2 ** -8, 2 ** -2]),
+    (6, [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]),
+    (8, [2 ** -1, 2 ** -2, 2 ** -3, 2 ** -4, 2 ** -5, 2 ** -6, 2 ** -7, 2 ** -8]),
+    (12, [2 ** -1, 2 ** -2, 2 ** -3, 2 ** -4, 2 ** -5, 2 ** -6, 2 ** -7, 2 ** -8,
+          2 ** -0.5, 2 ** -1.5, 2 ** -2.5, 2 ** -3.5]),
+])
+def test_alibi_slopes_are_the_papers(n_heads, slopes):
+    config = RunConfig.load(None, ["model.pos=alibi", f"model.n_heads={n_heads}", f"model.d_model={8 * n_heads}"])
+    alibi = POSITIONS.get("alibi")(config.model, 1)
+    assert alibi.slopes.tolist() == pytest.approx(slopes, rel=1e-6)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
+def test_alibi_slopes_for_powers_of_two_are_unchanged(n_heads):
+    """The formula every stored power-of-two ALiBi run was trained with, bit for bit."""
+    from workbench.models.positions import alibi_slopes
+
+    assert alibi_slopes(n_heads) == [2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)]

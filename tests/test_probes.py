@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from workbench.analysis import load_model
 from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.models import build_model
@@ -205,8 +206,8 @@ def test_training_with_every_probe_gives_the_same_weights(tmp_path):
     quiet = train(RunConfig.load(None, base + ["probes.every=0"]), progress=False, root=tmp_path)
     probed = train(RunConfig.load(None, base + ["probes.every=2", "probes.extra=" + ",".join(ALL_PROBES)]),
                    progress=False, root=tmp_path)
-    a, _ = quiet.load_model()
-    b, _ = probed.load_model()
+    a, _ = load_model(quiet)
+    b, _ = load_model(probed)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     probes = set(probed.metrics().probe)
     assert {"spectral_norm_max", "max_abs_activation", "memorization_extraction"} <= probes

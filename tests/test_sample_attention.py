@@ -7,13 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from workbench.analysis import evaluate_lengths, run_sample_attention
 from workbench.cli import main
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
-from workbench.figures.chromium import find_chromium
 from workbench.figures.runs import run_attention, run_attention_grid
-from workbench.probes.sample_attention import run_sample_attention
-from workbench.reports import evaluate_lengths
 from workbench.train import train
 
 TINY = ["task.name=copy", "task.max_length=6", "model.layers=attention,mamba", "model.pos=rope", "model.d_model=16",
@@ -56,7 +54,7 @@ def test_figures_read_the_fresh_sample_and_refuse_a_step_with_it(run):
         run_attention(run, step=5, length=8)
 
 
-def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_path, capsys):
+def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_path, capsys, request):
     monkeypatch.setenv("WORKBENCH_DATA", str(run.path.parent))
     monkeypatch.chdir(tmp_path)
     for args, field in ((["--figure", "loss", "--length", "10"], "--length"),
@@ -70,8 +68,7 @@ def test_export_draws_a_fresh_sample_and_names_bad_flags(run, monkeypatch, tmp_p
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {field}: invalid value")
     assert not (tmp_path / "exports").exists()
-    if find_chromium() is None:
-        pytest.skip("no system Chromium on PATH (test_export fails CI for that)")
+    request.getfixturevalue("needs_browser")
     assert main(["export", run.run_id, "--figure", "attention-grid", "--length", "10", "--example", "3",
                  "--out", "fresh.svg"]) == 0
     assert (tmp_path / "exports" / "fresh.svg").read_text().lstrip().startswith("<svg")

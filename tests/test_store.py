@@ -3,6 +3,7 @@ import json
 
 import pandas as pd
 import pytest
+from safetensors.torch import save_file
 
 from workbench.errors import ConfigError
 from workbench.store import Run, atomic_write_json, list_runs, metrics_frame, open_run, run_path
@@ -16,19 +17,21 @@ def fake_run(root, run_id, **status):
     atomic_write_json(path / "config.json", RunConfig.load(None, []).to_dict())
     atomic_write_json(path / "status.json", {"status": "completed", "step": 5, **status})
     Run(path).write_metrics(metrics_frame([{"step": 5, "probe": "loss", "value": 0.5}]))
+    save_file({}, str(path / "model.safetensors"))  # a completed run has its weights (none, here)
     return path
 
 
-def test_list_runs_skips_a_corrupt_folder_with_a_warning(data_dir, monkeypatch, tmp_path):
+def test_list_runs_marks_a_corrupt_folder_with_a_warning(data_dir, monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_DEMO", str(tmp_path / "no-demo"))
     fake_run(data_dir, "goodrun")
     broken = data_dir / "brokenrun"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
-    with pytest.warns(UserWarning, match="brokenrun"):
+    with pytest.warns(UserWarning, match="brokenrun: damaged config.json"):
         table = list_runs()
-    assert list(table.run_id) == ["goodrun"]
-    assert table.loc[0, "loss"] == pytest.approx(0.5)
+    assert list(table.run_id) == ["brokenrun", "goodrun"]
+    assert list(table.status) == ["damaged", "completed"]
+    assert table.loc[1, "loss"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("bad", ["../etc", "a/b", "..", "", "x" * 65, "/abs"])

@@ -7,11 +7,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workbench.coupled_ids import LEVEL_STRIDE
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
 
 from task_samples import unpadded_samples
-from workbench.tasks.common import LEVEL_STRIDE
 
 FAST = settings(max_examples=25, deadline=None)
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.config import RunConfig
+from workbench.coupled_ids import LEVEL_STRIDE
 from workbench.errors import ConfigError
 from workbench.tasks import TASKS, build_task
-from workbench.tasks.common import LEVEL_STRIDE
 from workbench.tasks.show import show_examples
 
 NAMES = TASKS.names()

@@ -71,6 +71,11 @@ def filter_runs(table: pd.DataFrame, text: str = "", statuses=(), tasks=(), mixe
     return rows.reset_index(drop=True)
 
 
+def pickable(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs a page can open: all but damaged ones (the Runs page lists those, marked)."""
+    return table[table.status != "damaged"] if "status" in table.columns else table
+
+
 def run_label(row) -> str:
     label = f"{row.run_id} · {row.task} · {row.mixer} · {row.pos} · seed {row.seed}"
     return label + (" · demo" if row.demo else "")
@@ -97,7 +102,7 @@ def same_task_runs(table: pd.DataFrame, limit: int = 4) -> list[str]:
 
 
 def length_result_table(result: dict) -> pd.DataFrame:
-    """reports.evaluate_lengths's result as a table: one row per length, exact match and the mean
+    """analysis.evaluate_lengths's result as a table: one row per length, exact match and the mean
     attention entropy (nats) of each layer."""
     entropy = result.get("entropy", {})
     return pd.DataFrame([{"length": length, "exact_match": value,
@@ -106,7 +111,7 @@ def length_result_table(result: dict) -> pd.DataFrame:
 
 
 def offset_result_table(curves: dict[int, dict[int, float]]) -> pd.DataFrame:
-    """probes.id_offset.evaluate_offsets's result as a table: one row per length, a column per offset."""
+    """analysis.evaluate_offsets's result as a table: one row per length, a column per offset."""
     return pd.DataFrame([{"length": length, **{f"offset {offset}": value for offset, value in curve.items()}}
                          for length, curve in curves.items()])
 
@@ -160,6 +165,7 @@ def pick_run(table: pd.DataFrame, key: str, label: str = "run", prefer: int = 0,
     is False (a form that only starts on the selected run)."""
     import streamlit as st
 
+    table = pickable(table)
     options = {run_label(row): row.run_id for row in table.itertuples()}
     labels = {run_id: name for name, run_id in options.items()}
     selection = current_selection()
@@ -189,6 +195,7 @@ def pick_runs(table: pd.DataFrame, key: str, label: str = "runs", default: list[
     (ids). Changing it changes the selection (unless `selects` is False)."""
     import streamlit as st
 
+    table = pickable(table)
     options = {run_label(row): row.run_id for row in table.itertuples()}
     selection = current_selection()
     here = [name for name, run_id in options.items() if run_id in selection]
@@ -208,8 +215,12 @@ def download_buttons(fig, stem: str, key: str) -> None:
     """PNG, SVG and PDF of the figure; each is rendered only when its button is clicked."""
     import streamlit as st
 
+    from .figures.chromium import missing_browser
     from .figures.export import FORMATS, MIME_TYPES, to_bytes
 
+    if missing_browser():
+        st.caption(missing_browser())
+        return
     row = st.container(horizontal=True, gap="small")
     for fmt in FORMATS[::-1]:  # png, svg, pdf
         row.download_button(fmt.upper(), data=lambda fmt=fmt: to_bytes(fig, fmt), file_name=f"{stem}.{fmt}",
@@ -246,8 +257,8 @@ def show_error(error: Exception) -> None:
 
 
 def evaluate_by_length(evaluate):
-    """evaluate(progress) under a progress bar that counts test lengths (reports.evaluate_lengths and
-    probes.id_offset.evaluate_offsets both report per length); None, with the error shown, when it fails."""
+    """evaluate(progress) under a progress bar that counts test lengths (analysis.evaluate_lengths and
+    analysis.evaluate_offsets both report per length); None, with the error shown, when it fails."""
     import streamlit as st
 
     bar = st.progress(0.0, text="evaluating")

@@ -9,7 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError, SweepFailed
+from .errors import ConfigError, MissingSystemPackage, SweepFailed
 from .store import REPO_ROOT
 from .figures.export import FIGURES
 from .typed import _coerce
@@ -181,7 +181,7 @@ def cmd_train(args) -> int:
         path, overrides = None, [path] + overrides
     config = RunConfig.load(path, overrides)
     try:
-        run = train(config, progress=not args.quiet, label=args.label)
+        run = train(config, progress=not args.quiet, label=args.label, say=lambda line: print(line, file=sys.stderr))
     except KeyboardInterrupt:
         print(f"interrupted; run {config.run_id} resumes from its last checkpoint with the same command",
               file=sys.stderr)
@@ -288,7 +288,8 @@ def _with_length_bar(evaluate):
 
 def cmd_eval_length(args) -> int:
     from .errors import check
-    from .reports import evaluate_lengths, json_keys
+    from .analysis import evaluate_lengths
+    from .reports import json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
     if args.offsets is not None:
@@ -321,7 +322,7 @@ def cmd_eval_length(args) -> int:
 
 def _eval_offsets(args) -> int:
     from .errors import check
-    from .probes.id_offset import evaluate_offsets
+    from .analysis import evaluate_offsets
     from .reports import json_keys
 
     check(not (args.entropy or args.examples), "--offsets", args.offsets,
@@ -469,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except MissingSystemPackage as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except SweepFailed as error:

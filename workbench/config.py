@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,6 @@ class RunConfig:
     # --- checking -----------------------------------------------------------------------------
     def validate(self) -> None:
         from .models import MIXERS, POSITIONS
-        from .models.positions import ids_for_encoding
         from .tasks import build_task
 
         self.task.params = ids_for_encoding(self.model.pos, self.task.name, self.task.params)  # ids follow model.pos
@@ -176,12 +176,15 @@ class RunConfig:
             check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
         check(m.d_model % m.n_heads == 0, "model.n_heads", m.n_heads,
               f"expected a divisor of model.d_model ({m.d_model})")
+        _finite_numbers(self)
         check(m.mlp_ratio >= 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0, or 0 for no MLP")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")
         t = self.train
         for name in ("steps", "batch_size", "eval_samples"):
             check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), "expected >= 1")
-        check(t.lr > 0, "train.lr", t.lr, "expected > 0")
+        check(t.lr > 0, "train.lr", t.lr, "expected a finite number > 0, e.g. 1e-3")
+        check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, "expected >= 0")
+        check(0 <= t.beta2 < 1, "train.beta2", t.beta2, "expected 0 <= beta2 < 1, e.g. 0.98")
         check(t.warmup >= 0, "train.warmup", t.warmup, "expected >= 0")
         check(0 <= t.min_lr_ratio <= 1, "train.min_lr_ratio", t.min_lr_ratio, "expected 0..1")
         check(t.threads >= 0, "train.threads", t.threads, "expected >= 0")
@@ -214,6 +217,41 @@ class RunConfig:
         for key, value in dotted.items():
             set_dotted(values, key, value)
         return RunConfig.from_dict(values)
+
+
+def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
+    """The task parameters with `ids` set to the scheme the encoding reads (a no-op otherwise). It
+    joins the two registries, so it lives here, above both: models never import tasks.
+
+    Raises a ConfigError when the encoding needs task ids the task does not provide."""
+    from .models import POSITIONS
+    from .tasks import TASKS
+
+    encoding, task = POSITIONS.get(pos), TASKS.get(task_name)
+    if not encoding.uses_task_ids:
+        return task_params
+    if not task.uses_position_ids:
+        with_ids = [name for name in TASKS.names() if TASKS.get(name).uses_position_ids]
+        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; use it with another "
+                                            f"encoding or choose a task among: {', '.join(with_ids)}")
+    schemes = getattr(task, "id_schemes", ("coupling",))  # a task with one scheme offers coupling ids
+    if encoding.task_ids not in schemes:
+        raise ConfigError("model.pos", pos, f"task {task_name!r} offers {', '.join(schemes)} ids, "
+                                            f"not {encoding.task_ids}")
+    if len(schemes) > 1:
+        return {**task_params, "ids": encoding.task_ids}
+    return task_params
+
+
+def _finite_numbers(config: "RunConfig") -> None:
+    """Every float setting is a finite number: `train.lr=inf` would otherwise "diverge at step 1"."""
+    for section in ("model", "train"):
+        values = getattr(config, section)
+        for item in dataclasses.fields(values):
+            value = getattr(values, item.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                allowed = "expected a finite number > 0, e.g. 1e-3" if item.name == "lr" else "expected a finite number"
+                raise ConfigError(f"{section}.{item.name}", value, allowed)
 
 
 def _choice(field_name: str, value: str, choices) -> None:

@@ -17,7 +17,8 @@ from .config import RunConfig
 from .events import collapse_step
 from .experiments import get_experiment
 from .reports import length_table
-from .store import FINISHED, Run, demo_root, run_path
+from .run_files import LOCK
+from .store import Run, demo_root, run_path
 from .train import train
 
 SHORT_ADDITION = ["task.name=addition", "task.max_digits=5", "task.eval_lengths=5,6,8,10", "model.n_layers=1",
@@ -149,7 +150,7 @@ def shipped_demo_runs() -> dict[str, Run]:
     runs = {}
     for demo in demos():
         run = Run(root / demo.config.run_id)
-        if run.status().get("status") in FINISHED:
+        if run.finished():
             runs[demo.name] = run
     return runs
 
@@ -199,12 +200,13 @@ def build_demo(progress: bool = True) -> list[str]:
     ids = []
     for demo in demos():
         stored = Run(run_path(demo.config.run_id))
-        if stored.status().get("status") in FINISHED:
+        if stored.finished():
             shutil.copytree(stored.path, root / demo.config.run_id)
             run = Run(root / demo.config.run_id)
         else:
             run = train(demo.config, progress=progress, root=root)
         run.write_status(label=f"demo: {demo.name}", demo_page=demo.page, demo_look_for=demo.look_for)
         (run.path / "checkpoint.safetensors").unlink(missing_ok=True)
+        (run.path / LOCK).unlink(missing_ok=True)  # nobody trains a shipped run
         ids.append(run.run_id)
     return ids

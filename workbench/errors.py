@@ -23,3 +23,26 @@ def check(condition: bool, field: str, value, allowed: str) -> None:
 class SweepFailed(RuntimeError):
     """Some runs of a sweep raised while the others finished: the message is a table with every
     run's status. The command line prints it and exits 1."""
+
+
+class DamagedRun(ConfigError):
+    """A run folder with a missing or unreadable file (a disk that filled up, a copy cut short, an edit
+    by hand; the store's own writes are atomic). One line names the run, the file and what is wrong."""
+
+    REMEDY = "training the same config again replaces the run, or delete its folder"
+
+    def __init__(self, run_id: str, file: str, problem: str, remedy: str | None = None):
+        self.field, self.value = "run", run_id
+        problem = " ".join(str(problem).split())  # one line, and a short one: parsers can write paragraphs
+        self.run_id, self.file = run_id, file
+        self.problem = problem if len(problem) <= 200 else problem[:197] + "..."
+        self.remedy = remedy or self.REMEDY
+        ValueError.__init__(self, f"run {run_id}: damaged {file} ({self.problem}); {self.remedy}")
+
+    def with_remedy(self, remedy: str | None) -> "DamagedRun":
+        return DamagedRun(self.run_id, self.file, self.problem, remedy) if remedy else self
+
+
+class MissingSystemPackage(RuntimeError):
+    """Something this machine lacks and pip cannot install (a browser for figure export): the command
+    line prints the one-line message, which names what to install, and exits 1."""

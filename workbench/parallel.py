@@ -128,7 +128,7 @@ def train_many(jobs: list[tuple[RunConfig, str]], workers: int | None = None, pr
     todo = []
     for index, (config, _) in enumerate(jobs):
         run = Run(run_path(config.run_id, root))
-        if run.status().get("status") in FINISHED:
+        if run.finished():
             runs[index] = run
             if on_done:
                 on_done(index, run)

@@ -1,15 +1,11 @@
 """Summaries of stored runs for the command line, the dashboard and notebooks."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 import pandas as pd
 
-from .evaluate import length_curve, length_rows
 from .probes.sparsity import NEURON_ACTIVITY
-from .store import METRIC_COLUMNS, Run, open_run
+from .store import METRIC_COLUMNS, Run
 
 
 def _model_rows(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -123,79 +119,6 @@ def entropy_by_length_summary(metrics: pd.DataFrame) -> dict:
 def json_keys(table: dict) -> dict:
     """The same nested dict with every key a string, as JSON writes it."""
     return {str(key): json_keys(value) if isinstance(value, dict) else value for key, value in table.items()}
-
-
-@dataclass
-class FinishedRun:
-    """A stored run loaded for evaluation: the model in eval mode, its task and config, the step."""
-
-    run: Run
-    model: object
-    task: object
-    config: object
-    step: int
-
-    def store(self, rows: list[dict]) -> None:
-        """Append metric rows, unless the run is a read-only demo run."""
-        if not self.run.read_only:
-            self.run.append_metrics(rows)
-
-
-def load_for_evaluation(run_id: str, lengths: list[int], n: int) -> FinishedRun:
-    """Check the evaluation request (named like the CLI flags), then load the run."""
-    from .errors import check
-
-    check(n >= 1, "--n", n, "expected at least 1 sample per length")
-    for length in lengths:
-        check(length >= 1, "--lengths", length, "expected lengths >= 1")
-    run = open_run(run_id)
-    model, task = run.load_model()
-    config = run.config()
-    return FinishedRun(run, model, task, config, int(run.status().get("step", config.train.steps)))
-
-
-MAX_EXAMPLES = 100  # answers shown per length: a list to read, not an evaluation
-
-
-def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entropy_n: int = 0,
-                     progress: Callable[[int, int], None] | None = None, examples: int = 0) -> dict:
-    """Exact match per test length for a finished run and, when entropy_n > 0, the mean attention
-    entropy per layer at each length over entropy_n samples. Every row (per head too) is stored in
-    the run's metrics unless it is a demo. With examples > 0, the model's answers on that many fresh
-    samples per length come back too (not stored). `lengths` may be the command line's text
-    ("5,10,20"); `progress(done, total)` is called after each length.
-
-    Returns {"exact_match": {length: rate}, "entropy": {length: {layer: nats}},
-    "examples": {length: [SampleAttention without maps]}} ("entropy" and "examples" only when asked)."""
-    from .errors import check
-    from .probes.entropy_length import entropy_vs_length
-    from .probes.sample_attention import sample_attention
-    from .typed import _coerce
-
-    lengths = _coerce(lengths, list[int], "--lengths")
-    check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
-    check(entropy_n >= 0, "--entropy-n", entropy_n, "expected 0 (no entropy) or more samples per length")
-    check(0 <= examples <= MAX_EXAMPLES, "--examples", examples, f"expected 0 to {MAX_EXAMPLES} examples per length")
-    finished = load_for_evaluation(run_id, lengths, n)
-    model, task, step = finished.model, finished.task, finished.step
-    seed, curve, entropy_rows, answers = finished.config.train.seed, {}, [], {}
-    for done, length in enumerate(lengths, start=1):
-        # one length at a time, so progress can be shown; each length has its own evaluation stream
-        curve.update(length_curve(model, task, [length], n, seed))
-        if entropy_n:
-            entropy_rows += entropy_vs_length(model, task, [length], entropy_n, seed, step)
-        if examples:
-            answers[length] = [sample_attention(model, task, length, index, seed, maps=False)
-                               for index in range(examples)]
-        if progress:
-            progress(done, len(lengths))
-    finished.store(length_rows(curve, step) + entropy_rows)
-    result: dict = {"exact_match": curve}
-    if entropy_n:
-        result["entropy"] = entropy_layer_means(entropy_rows)
-    if examples:
-        result["examples"] = answers
-    return result
 
 
 def entropy_layer_means(rows, probe: str = "entropy") -> dict[int, dict[int, float]]:

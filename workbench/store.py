@@ -14,6 +14,10 @@ the user's data folder ($XDG_DATA_HOME/workbench/runs, by default ~/.local/share
 Never the working directory: a notebook started in notebooks/ must see the runs the dashboard
 sees. Shipped demo runs live in data/demo/ of the repository and are listed beside the user's runs
 (read-only).
+
+A file damaged from outside (damage.py) is met with a DamagedRun error that names the run and the
+file, never a parser's traceback; `list_runs` marks such runs, and training the config again
+replaces them (train.py).
 """
 from __future__ import annotations
 
@@ -28,12 +32,11 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import ConfigError
+from .damage import find_damage, is_empty_folder, read_json_file, safetensors_problem
+from .errors import ConfigError, DamagedRun
+from .run_files import CHECKPOINT, COMPLETED, CONFIG, FINISHED, METRIC_COLUMNS, METRICS, MODEL, STATUS  # noqa: F401
 
-METRIC_COLUMNS = ["step", "probe", "layer", "head", "length", "value"]
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-COMPLETED = "completed"
-FINISHED = (COMPLETED, "diverged")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -120,22 +123,53 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status().get('status')!r})"
 
-    # reading
+    # reading: a file that cannot be read raises DamagedRun, naming it
     def config(self):
         from .config import RunConfig
 
-        return RunConfig.from_dict(json.loads((self.path / "config.json").read_text()))
+        values = read_json_file(self.run_id, self.path / CONFIG)
+        try:
+            return RunConfig.from_dict(values)
+        except ConfigError as error:
+            raise DamagedRun(self.run_id, CONFIG, f"not a config this version reads: {error}") from None
 
     def status(self) -> dict[str, Any]:
-        path = self.path / "status.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        """The status, or {} before a trainer has written one."""
+        path = self.path / STATUS
+        return read_json_file(self.run_id, path) if path.exists() else {}
 
     def metrics(self) -> pd.DataFrame:
-        path = self.path / "metrics.parquet"
+        path = self.path / METRICS
         if not path.exists():
             return pd.DataFrame({c: pd.Series(dtype="int64" if c not in ("probe", "value") else
                                               ("object" if c == "probe" else "float64")) for c in METRIC_COLUMNS})
-        return pd.read_parquet(path)
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as error:  # noqa: BLE001 - pyarrow raises several types for one bad file
+            raise DamagedRun(self.run_id, METRICS, f"not a readable Parquet file: {error}") from None
+        missing = [c for c in METRIC_COLUMNS if c not in frame.columns]
+        if missing:
+            raise DamagedRun(self.run_id, METRICS, f"lacks the columns {', '.join(missing)}")
+        return frame
+
+    def damage(self, locked_by_us: bool = False) -> DamagedRun | None:
+        """The first damaged file of this run (cheap checks, nothing loaded), or None. locked_by_us: the
+        caller holds the run's lock, so no other trainer is halfway through writing it."""
+        return find_damage(self.path, self.read_only, locked_by_us)
+
+    def check(self) -> "Run":
+        """This run, or DamagedRun when one of its files is damaged."""
+        damage = self.damage()
+        if damage is not None:
+            raise damage
+        return self
+
+    def finished(self) -> bool:
+        """Ended (completed or diverged) with every file intact: a result to reuse, not to retrain."""
+        try:
+            return self.status().get("status") in FINISHED and self.damage() is None
+        except DamagedRun:
+            return False
 
     def snapshot_steps(self) -> list[int]:
         folder = self.path / "snapshots"
@@ -148,36 +182,21 @@ class Run:
         path = self.path / "snapshots" / f"step_{step:07d}.safetensors"
         if not path.exists():
             raise ConfigError("step", step, f"no snapshot; choose one of: {', '.join(map(str, self.snapshot_steps()))}")
-        with safe_open(str(path), framework="pt") as handle:
-            arrays = {k: handle.get_tensor(k) for k in handle.keys()}
-            metadata = {k: json.loads(v) for k, v in (handle.metadata() or {}).items()}
-        return arrays, metadata
-
-    def load_model(self, checkpoint: str = "model.safetensors"):
-        """(model, task) with the run's final weights, in eval mode."""
-        from safetensors.torch import load_file
-
-        from .models import build_model
-        from .tasks import build_task
-
-        weights = self.path / checkpoint
-        if not weights.exists():  # a diverged run keeps no weights; a running or interrupted one has none yet
-            status = self.status()
-            raise ConfigError("run", self.run_id, f"has no final weights to load (status {status.get('status')!r}"
-                              + (f", diverged at step {status['diverged_step']}" if status.get("diverged_step") is not None
-                                 else "") + "); only a completed run can be evaluated")
-        config = self.config()
-        task = build_task(config.task.name, config.task.params)
-        model = build_model(config.model, len(task.vocab))
-        state = load_file(str(weights))
-        model.load_state_dict({k[len("model."):] if k.startswith("model.") else k: v
-                               for k, v in state.items() if not k.startswith(("optim.", "rng."))})
-        return model.eval(), task
+        problem = safetensors_problem(path)
+        try:
+            if problem is None:
+                with safe_open(str(path), framework="pt") as handle:
+                    arrays = {k: handle.get_tensor(k) for k in handle.keys()}
+                    metadata = {k: json.loads(v) for k, v in (handle.metadata() or {}).items()}
+                return arrays, metadata
+        except Exception as error:  # noqa: BLE001 - safetensors and JSON errors alike
+            problem = str(error)
+        raise DamagedRun(self.run_id, str(path.relative_to(self.path)), problem)
 
     # writing
     def write_status(self, **changes) -> dict[str, Any]:
         status = {**self.status(), **changes}
-        atomic_write_json(self.path / "status.json", status)
+        atomic_write_json(self.path / STATUS, status)
         return status
 
     def write_metrics(self, frame: pd.DataFrame) -> None:
@@ -204,18 +223,26 @@ def run_path(run_id: str, root: Path | None = None) -> Path:
 
 
 def open_run(run_id: str) -> Run:
-    """A run by id (or unique id prefix) from the user's store, else from the shipped demo runs."""
+    """A run by id (or unique id prefix) from the user's store, else from the shipped demo runs.
+    A damaged run raises DamagedRun (one line naming the file) rather than failing later, deep inside
+    whatever reads it."""
     for root, read_only in ((data_root(), False), (demo_root(), True)):
         if not root.exists():
             continue
         exact = safe_child(root, run_id) if RUN_ID_PATTERN.match(run_id or "") else None
-        if exact is not None and (exact / "config.json").exists():
-            return Run(exact, read_only)
-        matches = [p for p in root.iterdir() if p.name.startswith(run_id) and (p / "config.json").exists()]
+        if exact is not None and _is_run_folder(exact):
+            return Run(exact, read_only).check()
+        matches = [p for p in root.iterdir() if p.name.startswith(run_id) and _is_run_folder(p)]
         if len(matches) == 1:
-            return Run(matches[0], read_only)
+            return Run(matches[0], read_only).check()
     safe_child(data_root(), run_id)  # a malformed id gets the clearer message
     raise ConfigError("run", run_id, "no such run; `workbench runs` lists them")
+
+
+def _is_run_folder(path: Path) -> bool:
+    """A folder of the store with something in it (a damaged run too; not one a trainer has only just
+    created and locked)."""
+    return path.is_dir() and not path.name.startswith(".") and not is_empty_folder(path)
 
 
 def _summary(run: Run) -> dict[str, Any]:
@@ -239,25 +266,45 @@ def _summary(run: Run) -> dict[str, Any]:
 
 
 def list_runs(include_demo: bool = True) -> pd.DataFrame:
-    """One row per run; folders that cannot be read are skipped with a warning."""
+    """One row per run. A damaged run is listed with status "damaged" (its label names the file) and
+    a warning naming the file and what is wrong with it."""
     rows = []
     roots = [(data_root(), False)] + ([(demo_root(), True)] if include_demo else [])
     seen = set()
     for root, read_only in roots:
         if not root.exists():
             continue
-        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for folder in sorted(p for p in root.iterdir() if _is_run_folder(p)):
             if folder.name in seen:
                 continue
+            seen.add(folder.name)
+            run = Run(folder, read_only)
             try:
-                rows.append(_summary(Run(folder, read_only)))
-                seen.add(folder.name)
-            except Exception as error:  # a corrupt run must not hide the others
-                warnings.warn(f"skipping unreadable run folder {folder}: {type(error).__name__}: {error}",
-                              stacklevel=2)
-    columns = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "steps", "step",
-               "loss", "exact_match", "elapsed_s", "demo", "label", "created"]
-    return pd.DataFrame(rows, columns=columns)
+                rows.append(_summary(run.check()))
+            except Exception as error:  # a damaged run must not hide the others
+                damage = error if isinstance(error, DamagedRun) else DamagedRun(run.run_id, "?", repr(error))
+                warnings.warn(str(damage), stacklevel=2)
+                rows.append(_damaged_summary(run, damage))
+    return pd.DataFrame(rows, columns=LIST_COLUMNS)
+
+
+LIST_COLUMNS = ["run_id", "status", "task", "mixer", "pos", "layers", "d_model", "params", "seed", "steps", "step",
+                "loss", "exact_match", "elapsed_s", "demo", "label", "created"]
+
+
+def _damaged_summary(run: Run, damage: DamagedRun) -> dict[str, Any]:
+    """A row for a damaged run: what its config still tells (when it reads), status "damaged"."""
+    row = {column: float("nan") for column in LIST_COLUMNS}
+    row.update(run_id=run.run_id, status="damaged", task="?", mixer="?", pos="?", demo=run.read_only,
+               label=f"damaged {damage.file}", created="")
+    try:
+        config = run.config()
+    except DamagedRun:
+        return row
+    row.update(task=config.task.name, mixer=config.model.layers or config.model.mixer, pos=config.model.pos,
+               layers=len(config.model.layer_mixers()), d_model=config.model.d_model, seed=config.train.seed,
+               steps=config.train.steps)
+    return row
 
 
 def delete_run(run_id: str) -> None:

@@ -1,8 +1,11 @@
 """The training loop: seeded, resumable, with a progress bar, periodic evaluation and probes.
 
 `train(config)` returns the stored Run. An identical config that already finished is returned at
-once; one that was interrupted (Ctrl-C, a crash) resumes from its last checkpoint. A NaN or
-infinite loss stops the run and records it as diverged.
+once; one that was interrupted (Ctrl-C, a crash, kill -9) resumes from its last checkpoint. A NaN or
+infinite loss stops the run and records it as diverged. One process trains a run at a time (the
+run's lock, run_lock.py): a second trainer of the same config waits, then returns the first one's
+result. A damaged run (damage.py) is trained again from the start, replacing it. A model too big
+for this machine's memory is refused before anything is allocated (memory.py).
 """
 from __future__ import annotations
 
@@ -11,11 +14,13 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -25,10 +30,13 @@ from tqdm.auto import tqdm
 from . import __version__
 from .batch_stream import BatchStream
 from .config import RunConfig
-from .errors import ConfigError
+from .errors import ConfigError, DamagedRun
 from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
 from .probes import ProbeContext, probe_names, run_probes
+from .memory import check_fits_in_memory
+from .run_files import LOCK
+from .run_lock import run_lock
 from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
 from .tasks import build_task
 from .tasks.labels import randomize_labels
@@ -102,16 +110,54 @@ def load_checkpoint(run: Run, state: TrainingState) -> None:
 
 
 # --- the loop -------------------------------------------------------------------------------------
-def train(config: RunConfig, progress: bool = True, label: str = "", root=None, stop_after: int | None = None) -> Run:
+def train(config: RunConfig, progress: bool = True, label: str = "", root=None, stop_after: int | None = None,
+          say: Callable[[str], None] | None = None) -> Run:
     """Train `config` (or return the stored identical run). Ctrl-C leaves a resumable run.
 
     root: the store folder (default: store.data_root()). stop_after: stop at the end of
     this step and leave the run resumable (status "interrupted"), with the config and its learning-rate
-    schedule unchanged; the canaries of experiments/canary.py use it."""
+    schedule unchanged; the canaries of experiments/canary.py use it. say(line): told what happens
+    besides training (waiting for another trainer, reusing its result, replacing a damaged run)."""
+    say = say or (lambda line: None)
     run = Run(run_path(config.run_id, root))
-    status = run.status()
-    if status.get("status") in FINISHED:
+    if run.finished():
+        say(f"run {run.run_id} is in the store already; reusing it")
         return run
+    check_fits_in_memory(config)
+    with run_lock(run.path, on_wait=lambda: say(_waiting_line(run))):
+        damage = run.damage(locked_by_us=True)
+        if damage is not None:
+            say(f"{damage.file} of run {run.run_id} is damaged ({damage.problem}); "
+                "training the run again from the start")
+            _clear(run)
+        if run.status().get("status") in FINISHED:  # finished by the trainer we waited for
+            say(f"run {run.run_id} was trained meanwhile by another process; reusing its result")
+            return run
+        return _train_locked(config, run, progress, label, stop_after)
+
+
+def _waiting_line(run: Run) -> str:
+    try:
+        pid = run.status().get("pid")
+    except DamagedRun:
+        pid = None
+    return (f"run {run.run_id} is being trained by another process" + (f" (pid {pid})" if pid else "")
+            + "; waiting for it to finish")
+
+
+def _clear(run: Run) -> None:
+    """Empty a damaged run's folder, all but the lock we hold."""
+    for path in run.path.iterdir():
+        if path.name == LOCK:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _train_locked(config: RunConfig, run: Run, progress: bool, label: str, stop_after: int | None) -> Run:
+    status = run.status()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     task = build_task(config.task.name, config.task.params)

@@ -4,10 +4,11 @@ by side. SSM, linear-attention and RNN maps show the same way."""
 import streamlit as st
 
 from workbench import app_support as support
+from workbench.analysis import run_sample_attention
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import attention_grid, attention_map
 from workbench.probes.id_offset import default_offset, sweepable
-from workbench.probes.sample_attention import MAX_SAMPLE_INDEX, run_sample_attention
+from workbench.probes.sample_attention import MAX_SAMPLE_INDEX
 
 st.set_page_config(page_title="Attention · workbench", layout="wide")
 st.title("Attention")

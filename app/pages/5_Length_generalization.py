@@ -6,10 +6,10 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench.explain import run_notes
+from workbench.analysis import evaluate_lengths, evaluate_offsets
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import offset_curves
-from workbench.probes.id_offset import default_offset, evaluate_offsets, reads_coupled_ids
-from workbench.reports import evaluate_lengths
+from workbench.probes.id_offset import default_offset, reads_coupled_ids
 from workbench.store import COMPLETED
 
 st.set_page_config(page_title="Length generalization · workbench", layout="wide")

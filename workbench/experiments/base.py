@@ -20,6 +20,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..store import Run
 from . import results
+from .registry import EXPERIMENTS, get_experiment, register_experiment  # noqa: F401  (recipes register here)
 from .results import ExperimentResult
 from .verdicts import Claim, Outcome, UntestedClaim
 
@@ -67,20 +68,6 @@ class Experiment:
 
 
 NOTES = Path(__file__).parent / "notes"
-EXPERIMENTS: dict[str, Experiment] = {}
-
-
-def register_experiment(experiment: Experiment) -> Experiment:
-    if experiment.name in EXPERIMENTS:
-        raise KeyError(f"experiment {experiment.name!r} registered twice")
-    EXPERIMENTS[experiment.name] = experiment
-    return experiment
-
-
-def get_experiment(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise ConfigError("experiment", name, choices=sorted(EXPERIMENTS))
-    return EXPERIMENTS[name]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..store import REPO_ROOT, atomic_write_json, data_root, safe_child
+from .registry import EXPERIMENTS
 from .verdicts import Outcome
 
 FORMAT = 1
@@ -39,8 +40,6 @@ class ExperimentResult:
     canary: dict | None = None  # experiments/canary.py; only the shipped result has one
 
     def figure(self):
-        from .base import EXPERIMENTS
-
         return EXPERIMENTS[self.name].figure(self)
 
     @property

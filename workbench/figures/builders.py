@@ -116,7 +116,7 @@ def mark_x(fig: go.Figure, x: float | None, text: str) -> go.Figure:
 def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | None = None,
                   title: str | None = None) -> go.Figure:
     """Exact match against the first id of coupled position ids, one line per test length, with the
-    evaluation's default start marked. `curves` is probes.id_offset.evaluate_offsets's {length: {offset: rate}}."""
+    evaluation's default start marked. `curves` is analysis.evaluate_offsets's {length: {offset: rate}}."""
     frame = pd.DataFrame([{"label": f"length {length}", "offset": offset, "value": value}
                           for length, curve in curves.items() for offset, value in curve.items()])
     fig = length_curve(frame, title=title, x="offset", x_title="first coupled position id (offset)")

@@ -6,7 +6,9 @@ Choreographer looks for a browser in this order: a copy it downloaded itself
 `chromium`, ... on PATH. We never download (tests and CI run offline, and Debian's `chromium`
 package is the one browser we support), so `configure_chromium()` sets `BROWSER_PATH` to the
 system Chromium before the first export. A `BROWSER_PATH` the user already set always wins.
-`retry_kaleido_startup()` wraps one export against a start-up race inside kaleido itself.
+Without any browser, `require_browser()` says so in one line (MissingSystemPackage) instead of
+kaleido's traceback. `retry_kaleido_startup()` wraps one export against a start-up race inside
+kaleido itself.
 """
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ T = TypeVar("T")
 
 BROWSER_PATH_VARIABLE = "BROWSER_PATH"  # read by choreographer.utils.get_browser_path
 CHROMIUM_NAMES = ("chromium", "chromium-browser")  # Debian's and Ubuntu's names
+NO_BROWSER = ("figure export needs Chromium and this machine has none (no chromium on PATH, BROWSER_PATH unset); "
+              "install it with `sudo apt-get install chromium` (Debian/Ubuntu; `make system` does it), "
+              "or set BROWSER_PATH to a Chromium-based browser")
 
 
 def find_chromium() -> str | None:
@@ -40,6 +45,22 @@ def configure_chromium() -> str | None:
     path = find_chromium()
     if path:
         os.environ[BROWSER_PATH_VARIABLE] = path
+    return path
+
+
+def missing_browser() -> str | None:
+    """None when figure export has a browser to render with; otherwise the one line that says what to
+    install (the tests that need a browser skip with it)."""
+    return None if configure_chromium() else NO_BROWSER
+
+
+def require_browser() -> str:
+    """The browser's path, or MissingSystemPackage with the one line of missing_browser()."""
+    from ..errors import MissingSystemPackage
+
+    path = configure_chromium()
+    if path is None:
+        raise MissingSystemPackage(NO_BROWSER)
     return path
 
 

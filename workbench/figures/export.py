@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import ConfigError
-from .chromium import configure_chromium, retry_kaleido_startup
+from .chromium import require_browser, retry_kaleido_startup
 
 FORMATS = ("pdf", "svg", "png")
 MIME_TYPES = {"pdf": "application/pdf", "svg": "image/svg+xml", "png": "image/png"}
@@ -33,7 +33,7 @@ def to_bytes(fig, fmt: str, width: int | None = None, height: int | None = None,
     """The figure as PDF/SVG/PNG bytes (download buttons); `scale` applies to PNG only."""
     if fmt not in FORMATS:
         raise ConfigError("format", fmt, choices=FORMATS)
-    configure_chromium()
+    require_browser()  # one line, not kaleido's traceback, when there is none
     width, height = _size(fig, width, height)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # with export_server()
@@ -57,7 +57,7 @@ def export_server():
     """Keep one kaleido Chromium running for the exports inside the block."""
     import kaleido
 
-    configure_chromium()
+    require_browser()
     kaleido.start_sync_server(silence_warnings=True)
     try:
         yield

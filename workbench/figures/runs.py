@@ -56,7 +56,7 @@ def attention_patterns(run, step: int | None = None, example: int = 0, length: i
         return patterns, tokens
     if step is not None:
         raise ConfigError("--step", step, "a fresh sample (--length) is read by the final model; leave out --step")
-    from ..probes.sample_attention import run_sample_attention
+    from ..analysis import run_sample_attention
 
     sample = run_sample_attention(run, length, example, offset)
     return sample.patterns, sample.tokens

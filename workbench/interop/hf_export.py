@@ -19,6 +19,7 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
+from ..analysis import load_model
 from .. import __version__
 from ..errors import ConfigError, check
 from ..store import Run, open_run
@@ -44,7 +45,7 @@ def export_model(run: str | Run, out: str | Path | None = None, format: str = "h
     transformers = packages.load("transformers", "export-model")
     out = Path(out) if out is not None else Path("exports") / f"{run.run_id}-hf"
     _check_destination(out)
-    model, task = run.load_model()
+    model, task = load_model(run)
     with packages.quiet(transformers):
         hf_config = getattr(transformers, architecture.CONFIG_CLASS)(
             **architecture.hf_config(config.model, len(task.vocab)), **special_token_ids(task.vocab.symbols),

@@ -7,7 +7,7 @@ decides which integer positions a batch gets: 0..T-1 by default, the task's own 
 
 Task ids. A task with structured positions may offer several id schemes through its `ids`
 parameter (addition: "coupling" or "abacus"). An encoding that reads task ids names the scheme it
-needs (`task_ids`); `ids_for_encoding` makes the task's `ids` follow the model's encoding, so
+needs (`task_ids`); config.ids_for_encoding makes the task's `ids` follow the model's encoding, so
 `model.pos=abacus` alone is enough. Two-level ids (multi-operand addition, multiplication) pack
 `significance + LEVEL_STRIDE * level` into one id; `coupling` unpacks them into two learned
 tables, one per level, summed (multi-level position coupling, Cho et al. 2024b, arXiv 2410.15787).
@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..registry import Registry
-from ..tasks.common import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
+from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
 
 POSITIONS: Registry[type["PositionalEncoding"]] = Registry("positional encoding", "model.pos")
 
@@ -117,7 +117,7 @@ def split_levels(positions: Tensor) -> tuple[Tensor, Tensor]:
 class Abacus(TableEncoding):
     """Abacus embeddings (McLeish et al. 2024): a learned table over the task's digit-run ids
     (each number's digits counted from its least significant one, from a random offset per batch
-    in training). The task writes the ids; `ids_for_encoding` selects task.ids=abacus."""
+    in training). The task writes the ids; config.ids_for_encoding selects task.ids=abacus."""
 
     name = "abacus"
     uses_task_ids = True
@@ -196,31 +196,21 @@ class Alibi(PositionalEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / self.n_heads) for h in range(self.n_heads)])
-        self.register_buffer("slopes", slopes, persistent=False)
+        self.register_buffer("slopes", torch.tensor(alibi_slopes(self.n_heads)), persistent=False)
 
     def bias(self, layer, positions):
         distance = (positions[:, :, None] - positions[:, None, :]).clamp(min=0).float()  # (B, T, T)
         return -self.slopes[None, :, None, None] * distance[:, None]
 
 
-def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:
-    """The task parameters with `ids` set to the scheme the encoding reads (a no-op otherwise).
+def alibi_slopes(n_heads: int) -> list[float]:
+    """The paper's slopes (Press et al. 2022, arXiv 2108.12409, the authors' `get_slopes`): for 2^k heads
+    the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^-8; for other counts, those of the largest power
+    of two below, then every other slope of twice that power (for 3 heads: 1/16, 1/256, then 1/4)."""
+    def power_of_two(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
 
-    Raises a ConfigError when the encoding needs task ids the task does not provide."""
-    from ..tasks import TASKS
-
-    encoding, task = POSITIONS.get(pos), TASKS.get(task_name)
-    if not encoding.uses_task_ids:
-        return task_params
-    if not task.uses_position_ids:
-        with_ids = [name for name in TASKS.names() if TASKS.get(name).uses_position_ids]
-        raise ConfigError("model.pos", pos, f"task {task_name!r} defines no position ids; use it with another "
-                                            f"encoding or choose a task among: {', '.join(with_ids)}")
-    schemes = getattr(task, "id_schemes", ("coupling",))  # a task with one scheme offers coupling ids
-    if encoding.task_ids not in schemes:
-        raise ConfigError("model.pos", pos, f"task {task_name!r} offers {', '.join(schemes)} ids, "
-                                            f"not {encoding.task_ids}")
-    if len(schemes) > 1:
-        return {**task_params, "ids": encoding.task_ids}
-    return task_params
+    if n_heads & (n_heads - 1) == 0:
+        return power_of_two(n_heads)
+    below = 2 ** (n_heads.bit_length() - 1)
+    return power_of_two(below) + power_of_two(2 * below)[0::2][:n_heads - below]

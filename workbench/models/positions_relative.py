@@ -14,7 +14,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..tasks.common import MAX_LEVELS
+from ..coupled_ids import MAX_LEVELS
 from .positions import POSITIONS, PositionalEncoding, split_levels
 
 

@@ -6,16 +6,13 @@ the ids starting at the smallest start, as the papers' code does. The smallest i
 rarest in training: in addition, at start 1 the `+` and `=` carry an id no digit ever carries. A
 model that learned its ids as a table can fail there alone. Evaluating the same samples at other
 starts separates that from a failure to add (or copy) at all. Nothing here is stored: it is a
-question asked of a finished run, not a metric of its training.
+question asked of a finished run, not a metric of its training (analysis.evaluate_offsets asks it of
+a stored run).
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from ..errors import ConfigError, check
+from ..errors import ConfigError
 from ..evaluate import eval_generator, exact_match
-
-MAX_OFFSETS = 64  # one evaluation pass each: a sweep to read, not a grid search
 
 
 def offset_curve(model, task, length: int, offsets: list[int], n: int, seed: int) -> dict[int, float]:
@@ -66,28 +63,3 @@ def check_sweepable(config, field: str, value) -> None:
     if config.model.pos not in id_encodings():
         raise ConfigError(field, value, f"model.pos={config.model.pos} does not read the task's position ids, so "
                                         "an offset changes nothing; the encodings that do: " + ", ".join(id_encodings()))
-
-
-def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] | str, n: int = 512,
-                     progress: Callable[[int, int], None] | None = None) -> dict[int, dict[int, float]]:
-    """{length: {offset: exact match}} for a finished run. `lengths` and `offsets` may be the command
-    line's text ("5,10"); `progress(done, total)` is called after each length."""
-    from ..reports import load_for_evaluation
-    from ..typed import _coerce
-
-    lengths = _coerce(lengths, list[int], "--lengths")
-    offsets = _coerce(offsets, list[int], "--offsets")
-    check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
-    check(bool(offsets), "--offsets", "", "expected one or more id offsets, e.g. 1,2,10")
-    check(len(offsets) <= MAX_OFFSETS, "--offsets", len(offsets), f"expected at most {MAX_OFFSETS} offsets")
-    finished = load_for_evaluation(run_id, lengths, n)
-    task, config = finished.task, finished.config
-    check_sweepable(config, "--offsets", ",".join(map(str, offsets)))
-    for offset in offsets:
-        task.at_offset(offset, "--offsets")  # every offset checked before the first evaluation
-    curves = {}
-    for done, length in enumerate(lengths, start=1):
-        curves[length] = offset_curve(finished.model, task, length, offsets, n, config.train.seed)
-        if progress:
-            progress(done, len(lengths))
-    return curves

@@ -57,20 +57,6 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, ma
                            ids=None if batch.position_ids is None else batch.position_ids[0][keep].tolist())
 
 
-def run_sample_attention(run, length: int | None = None, index: int = 0, offset: int | None = None) -> SampleAttention:
-    """A stored run's final model on the `index`-th fresh sample of `length` (default: the longest
-    length it trained on), its coupled ids starting at `offset` when one is given."""
-    from .id_offset import check_sweepable
-
-    config = run.config()
-    if offset is not None:
-        check_sweepable(config, "--offset", offset)
-    model, task = run.load_model()
-    length = task.train_lengths()[1] if length is None else length
-    return sample_attention(model, task, int(length), int(index), config.train.seed, offset=offset)
-
-
-
 def top_keys(sample: SampleAttention, query: int, layer: int = 0, k: int = 3) -> dict[int, list[tuple[str, float]]]:
     """{head: [("token@position", weight), ...]}: the k keys the `query`-th token attends to most in `layer`."""
     check(layer in sample.patterns, "layer", layer, f"choose one of: {', '.join(map(str, sorted(sample.patterns)))}")

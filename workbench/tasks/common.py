@@ -52,11 +52,3 @@ def sorted_random_positions(m: int, length: int, count: int, generator: torch.Ge
     """(m, count) distinct positions in 0..length-1 per row, increasing."""
     keys = torch.rand(m, length, generator=generator)
     return keys.argsort(dim=1)[:, :count].sort(dim=1).values
-
-
-# Two-level position ids (multi-level position coupling, Cho et al. 2024b, arXiv 2410.15787) pack
-# the second level into one id: significance + LEVEL_STRIDE * level. The `coupling` encoding unpacks
-# them.
-LEVEL_STRIDE = 1 << 16
-MAX_LEVELS = 64
-

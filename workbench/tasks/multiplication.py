@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS
 from ..errors import check
 from .addition import DIGITS, random_operands
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
-from .common import LEVEL_STRIDE, MAX_LEVELS, check_range, column, random_start
+from .common import check_range, column, random_start
 
 
 @dataclass

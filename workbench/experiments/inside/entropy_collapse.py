@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...events import COLLAPSE_FRACTION, first_collapse
 from ...reports import layer_mean, model_series
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds
 from . import common
-
-COLLAPSE_FRACTION = 0.1  # collapse: mean entropy below this share of its value at step 0
-
 
 COLLAPSE_MODEL = ["task.name=markov_icl", "model.n_layers=2", "model.d_model=64", "model.n_heads=2",
                   "train.lr=3e-2", "train.warmup=0", "train.batch_size=32", "train.threads=1",
@@ -29,14 +27,6 @@ def collapse_variants(fast: bool) -> list[Variant]:
     return out
 
 
-def collapse_step(entropy: pd.Series, fraction: float = COLLAPSE_FRACTION) -> int | None:
-    """The first probe step where mean entropy is below `fraction` of its first value (None: never)."""
-    if entropy.empty:
-        return None
-    below = entropy[entropy < fraction * entropy.iloc[0]]
-    return int(below.index[0]) if len(below) else None
-
-
 def collapse_analyze(finished, fast):
     rows, runs = [], []
     for variant, run in finished:
@@ -46,7 +36,7 @@ def collapse_analyze(finished, fast):
         rows += common.series_rows(labels, "entropy", entropy) + common.series_rows(labels, "loss", loss)
         rows += common.series_rows(labels, "qk_spectral_norm", layer_mean(metrics, "qk_spectral_norm"))
         tail = loss.dropna().iloc[-max(1, len(loss) // 10):]
-        runs.append({**labels, "collapse_step": collapse_step(entropy), "diverged": status.get("status") == "diverged",
+        runs.append({**labels, "collapse_step": first_collapse(entropy), "diverged": status.get("status") == "diverged",
                      "first_entropy": float(entropy.iloc[0]) if len(entropy) else None,
                      "min_entropy": float(entropy.min()) if len(entropy) else None,
                      "final_loss": float(tail.mean()) if len(tail) else None})

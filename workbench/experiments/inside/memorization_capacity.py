@@ -8,6 +8,7 @@ import itertools
 import pandas as pd
 import plotly.graph_objects as go
 
+from ...analysis import load_model
 from ...figures.style import color, paper_style
 from ...probes.memorization import memorization_capacity, table_bits, table_exact_match
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
@@ -36,7 +37,7 @@ def capacity_variants(fast: bool) -> list[Variant]:
 def capacity_analyze(finished, fast):
     rows = []
     for variant, run in finished:
-        model, task = run.load_model()
+        model, task = load_model(run)
         rows.append({**variant.labels, "accuracy": table_exact_match(model, task), "bits": table_bits(task.params),
                      "n_parameters": sum(p.numel() for p in model.parameters())})
     table = pd.DataFrame(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...analysis import load_model
 from ...evaluate import eval_generator, token_accuracy
 from ...figures.mixers import accuracy_vs_width
 from ...reports import length_table
@@ -50,7 +51,7 @@ def mqar_analyze(finished, fast):
     rows = []
     for variant, run in finished:
         config = run.config()
-        model, task = run.load_model()
+        model, task = load_model(run)
         exact = length_table(run.metrics())
         for pairs in MQAR_PAIRS:
             accuracy = token_accuracy(model, task, samples, eval_generator(config.train.seed, pairs), length=pairs)
