@@ -11,13 +11,14 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported: no hub, ever
 
 import pytest  # noqa: E402
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
 from workbench.config import RunConfig  # noqa: E402
 from workbench.interop import packages  # noqa: E402  (see extra_or_skip)
 from workbench.models import build_model  # noqa: E402
-from workbench.store import Run, run_path  # noqa: E402
+from workbench.store import METRIC_COLUMNS, Run, run_path  # noqa: E402
 from workbench.tasks import build_task  # noqa: E402
 
 WIDTH = dict(n_layers=2, d_model=32, n_heads=2, max_positions=64)
@@ -64,6 +65,7 @@ def stored_run(root, task: str = "copy", seed: int = 0, scale: float = SCALE, **
     run.path.mkdir(parents=True)
     (run.path / "config.json").write_text(json.dumps(config.to_dict()))
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(run.path / "model.safetensors"))
+    run.write_metrics(pd.DataFrame(columns=METRIC_COLUMNS))  # a completed run has its metrics file, if empty
     run.write_status(status="completed", run_id=run.run_id, step=1, steps=1)
     return run
 

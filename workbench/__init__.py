@@ -1,5 +1,5 @@
 """workbench: train small sequence models on synthetic tasks on a CPU and see inside them."""
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 INTEROP = ("export_model", "import_model")  # workbench.interop: Hugging Face transformers in and out
 

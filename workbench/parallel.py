@@ -25,11 +25,10 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from tqdm.auto import tqdm
-
 from .config import RunConfig
 from .errors import ConfigError
-from .store import FINISHED, Run, data_root, run_path
+from .steps_bar import StepsBar
+from .store import Run, data_root, run_path
 
 PROGRESS_POLL_S = 2.0
 BACKENDS = ("local", "ray")
@@ -56,32 +55,6 @@ def default_workers(jobs: int) -> int:
     else:
         workers = os.cpu_count() or 1
     return max(1, min(workers, jobs))
-
-
-class StepsBar:
-    """One bar over the steps of all runs still to train, read from the status files their trainers
-    refresh every second (wherever the trainers run: the store is shared)."""
-
-    def __init__(self, jobs, todo, root, workers: int, where: str = "", progress: bool = True):
-        self.jobs, self.todo, self.root = jobs, todo, root
-        total = sum(jobs[i][0].train.steps for i in todo)
-        self.bar = tqdm(total=total, desc=f"{len(todo)} runs, {workers} at a time{where}", unit="step",
-                        disable=not progress)
-
-    def refresh(self) -> None:
-        if not self.bar.disable:
-            self.bar.update(self.steps_done() - self.bar.n)
-
-    def steps_done(self) -> int:
-        steps = 0
-        for i in self.todo:
-            config = self.jobs[i][0]
-            status = Run(run_path(config.run_id, self.root)).status()
-            steps += config.train.steps if status.get("status") in FINISHED else int(status.get("step") or 0)
-        return steps
-
-    def close(self) -> None:
-        self.bar.close()
 
 
 class TrainedRuns(list):

@@ -23,6 +23,7 @@ from typing import Callable
 
 from .config import RunConfig
 from .errors import ConfigError, SweepFailed
+from .steps_bar import StepsBar
 from .store import Run, run_path
 
 TRIAL_RETRIES = 3  # times Ray reruns a trial whose worker died; each rerun resumes the run
@@ -86,8 +87,6 @@ def train_on_ray(jobs: list[tuple[RunConfig, str]], todo: list[int], runs: list,
     """Train jobs[i] for every i in todo as Ray tasks, filling runs[i]; returns the cluster's CPUs
     used at once (at most one per run)."""
     import ray
-
-    from .parallel import StepsBar
 
     started_here = connect(address, workers)
     try:

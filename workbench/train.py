@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from . import __version__
+from .version import __version__
 from .batch_stream import BatchStream
 from .config import RunConfig
 from .errors import ConfigError, DamagedRun

@@ -19,16 +19,13 @@ effective weights (common.py).
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
 from . import gpt2, gpt_neox, mamba
+from .refusal import refuse
 
 ARCHITECTURES = {module.MODEL_TYPE: module for module in (gpt2, gpt_neox, mamba)}
 ATTENTION = (gpt2, gpt_neox)
 BY_POSITION = {pos: module for module in ATTENTION for pos in module.POSITIONS}
 
-EXPORTABLE = ("exportable: model.mixer=attention with model.pos learned, nope or sinusoidal (as GPT-2) or rope "
-              "(as GPT-NeoX), model.activation relu, gelu, gelu_tanh or silu, model.softmax=standard, "
-              f"model.norm=layernorm, an MLP, no logit_scaling, no gated_attention; or {mamba.EXPORTABLE}")
 
 # (field, value or None for any value) -> why no transformers architecture computes it
 REFUSALS = {
@@ -54,10 +51,6 @@ REFUSALS = {
                                "RMSNorm (Llama and its kin) have no biases and a gated MLP",
     ("model.mlp_ratio", 0.0): "every block of GPT-2 and GPT-NeoX has an MLP",
 }
-
-
-def refuse(field: str, value, why: str) -> ConfigError:
-    return ConfigError(field, value, f"cannot export to Hugging Face: {why}; {EXPORTABLE}")
 
 
 def architecture_for(model_config):

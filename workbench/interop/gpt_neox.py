@@ -33,7 +33,7 @@ def rotary_fraction(head_dim: int) -> float:
 
 
 def check(model_config) -> None:
-    from .architectures import refuse
+    from .refusal import refuse
 
     head_dim = model_config.d_model // model_config.n_heads
     if int(head_dim * rotary_fraction(head_dim)) != 2 * (head_dim // 2):  # what GPTNeoXAttention computes

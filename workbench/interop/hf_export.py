@@ -20,7 +20,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from ..analysis import load_model
-from .. import __version__
+from ..version import __version__
 from ..errors import ConfigError, check
 from ..store import Run, open_run
 from ..tasks.base import BOS, EOS, PAD

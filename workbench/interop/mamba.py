@@ -34,7 +34,6 @@ MIXER = "mamba"
 BLOCK = (("model.pos", "nope", "it adds no positions"),
          ("model.norm", "rmsnorm", "it normalizes with RMSNorm"),
          ("model.mlp_ratio", 0.0, "its blocks have no MLP"))
-EXPORTABLE = "model.mixer=mamba with model.pos=nope, model.norm=rmsnorm and model.mlp_ratio=0 (as MambaForCausalLM)"
 MIXER_WEIGHTS = ("A_log", "D", "in_proj.weight", "conv1d.weight", "conv1d.bias", "x_proj.weight", "dt_proj.weight",
                  "dt_proj.bias", "out_proj.weight")
 
@@ -46,7 +45,7 @@ def dt_rank(d_model: int) -> int:
 
 def check(model_config) -> None:
     """Refuse a workbench Mamba model whose block is not MambaForCausalLM's, naming what would export."""
-    from .architectures import refuse
+    from .refusal import refuse
 
     for field, value, why in BLOCK:
         actual = getattr(model_config, field.split(".")[1])
