@@ -68,6 +68,8 @@ class ModelConfig:
     norm: str = setting("layernorm", "every norm of the model (before each mixer and MLP, and the final one): "
                                      "layernorm (with a bias) or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich "
                                      "2019); eps 1e-5 both")
+    mixer_options: dict = setting({}, "settings a mixer declares itself (its Options dataclass), beyond the shared "
+                                      "ones above; given as model.NAME=value like any other")
 
     def layer_mixers(self) -> list[str]:
         if self.layers:
@@ -110,7 +112,7 @@ class ProbeConfig:
 # runs stored before they existed keep their ids (and are fetched, not retrained).
 # (section, only for this task or None, key, default)
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
-                  ("model", None, "norm", "layernorm")]
+                  ("model", None, "norm", "layernorm"), ("model", None, "mixer_options", {})]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -138,6 +140,11 @@ class RunConfig:
                 params = dict(raw.pop("params", {}) or {})
                 params.update({k: raw.pop(k) for k in list(raw) if k not in known})
                 raw["params"] = params
+            if name == "model":  # a setting a mixer declares itself is written model.NAME too
+                known = {f.name for f in dataclasses.fields(ModelConfig)}
+                options = dict(raw.pop("mixer_options", {}) or {})
+                options.update({k: raw.pop(k) for k in list(raw) if k not in known})
+                raw["mixer_options"] = options
             sections[name] = build(section_cls, raw, name)
         config = cls(**sections)
         config.validate()
@@ -165,6 +172,7 @@ class RunConfig:
         m = self.model
         for name in m.layer_mixers():
             MIXERS.get(name) if not m.layers else _layer_mixer(name)
+        m.mixer_options = mixer_options(m)  # checked and resolved, so defaults hash the same
         POSITIONS.get(m.pos)
         _choice("model.activation", m.activation, ACTIVATIONS)
         _choice("model.softmax", m.softmax, SOFTMAXES)
@@ -259,6 +267,26 @@ def _choice(field_name: str, value: str, choices) -> None:
         raise ConfigError(field_name, value, choices=choices)
 
 
+def mixer_options(model: ModelConfig) -> dict[str, Any]:
+    """The settings the model's mixers declare themselves (Mixer.Options), checked and with their
+    defaults filled in; a key no mixer of the model declares is refused with the settings there are."""
+    from .models import MIXERS
+
+    declared = [MIXERS.get(name).Options for name in dict.fromkeys(model.layer_mixers())]
+    declared = [options for options in declared if options is not None]
+    names = {f.name for options in declared for f in dataclasses.fields(options)}
+    for key, value in model.mixer_options.items():
+        if key not in names:
+            shared = sorted(f.name for f in dataclasses.fields(ModelConfig) if f.name != "mixer_options")
+            raise ConfigError(f"model.{key}", value, f"unknown setting; choose one of: {', '.join(sorted(names) + shared)}")
+    resolved: dict[str, Any] = {}
+    for options in declared:
+        own = {f.name for f in dataclasses.fields(options)}
+        resolved.update(dataclasses.asdict(build(options, {k: v for k, v in model.mixer_options.items() if k in own},
+                                                 "model")))
+    return resolved
+
+
 def _layer_mixer(name: str) -> None:
     from .models import MIXERS
 
@@ -297,4 +325,6 @@ def set_dotted(values: dict[str, Any], key: str, value: Any) -> None:
     target = values.setdefault(section, {})
     if section == "task" and name.startswith("params."):
         name = name[len("params."):]
+    if section == "model" and name.startswith("mixer_options."):
+        name = name[len("mixer_options."):]
     target[name] = value

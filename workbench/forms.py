@@ -91,8 +91,24 @@ def model_fields(mixer: str) -> list[Field]:
     settings = mixer_settings()
     specific = {name for names in settings.values() for name in names}
     applies = specific if mixer == HYBRID or mixer not in settings else set(settings[mixer])
-    hidden = {"mixer", "n_layers" if mixer == HYBRID else "layers"} | (specific - applies)
-    return [field for field in section_fields("model") if field.key.split(".", 1)[1] not in hidden]
+    hidden = {"mixer", "n_layers" if mixer == HYBRID else "layers", "mixer_options"} | (specific - applies)
+    shared = [field for field in section_fields("model") if field.key.split(".", 1)[1] not in hidden]
+    return shared + own_option_fields(mixer)
+
+
+def own_option_fields(mixer: str) -> list[Field]:
+    """The settings a mixer declares itself (Mixer.Options), written model.NAME like the shared ones."""
+    from .models import MIXERS
+
+    names = MIXERS.names() if mixer == HYBRID else [mixer] if mixer in MIXERS else []
+    fields, seen = [], set()
+    for name in names:
+        options = MIXERS.get(name).Options
+        for row in describe(options) if options is not None else []:
+            if row["name"] not in seen:
+                seen.add(row["name"])
+                fields.append(_field(f"model.{row['name']}", row, {}))
+    return fields
 
 
 def form_fields(task_name: str, mixer: str) -> dict[str, list[Field]]:
@@ -112,8 +128,9 @@ def form_values(config: RunConfig) -> dict[str, Any]:
     for fields in form_fields(config.task.name, mixer_of(config)).values():
         for field in fields:
             section, name = field.key.split(".", 1)
-            value = values["task"]["params"][name] if section == "task" and name in values["task"]["params"] \
-                else values[section][name]
+            nested = {"task": values["task"]["params"], "model": values["model"]["mixer_options"]}[section] \
+                if section in ("task", "model") else {}
+            value = nested[name] if name in nested else values[section][name]
             filled[field.key] = (list(value) if field.kind == "multichoice" else value if field.kind in ("choice", "bool")
                                  else text_value(value))
     return filled

@@ -5,6 +5,7 @@ map only while someone listens, so the map costs nothing in ordinary training.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from torch import Tensor, nn
@@ -26,11 +27,25 @@ class Mixer(nn.Module):
     # The model settings (ModelConfig fields) only this kind of mixer reads; the Train form shows them
     # for this mixer alone. Every other model setting applies to any mixer.
     settings: tuple[str, ...] = ()
+    # Settings this mixer alone has and ModelConfig does not: a dataclass whose fields carry their
+    # defaults and help (`typed.setting`), as a task's Params do. They are given as model.NAME=value,
+    # checked by the config, shown by the Train form, and read here as self.options.NAME, so a new
+    # mixer with new settings is one file and one registry line.
+    Options: type | None = None
 
     def __init__(self, config, layer_index: int):
         super().__init__()
         self.config, self.layer_index = config, layer_index
+        self.options = self.options_of(config)
         self.hook_pattern = HookPoint()
+
+    @classmethod
+    def options_of(cls, config):
+        """This mixer's Options from the model config (None when it declares none)."""
+        if cls.Options is None:
+            return None
+        own = {f.name for f in dataclasses.fields(cls.Options)}
+        return cls.Options(**{k: v for k, v in getattr(config, "mixer_options", {}).items() if k in own})
 
     def init_weights(self) -> None:
         """Mixer-specific initialization (Mamba's A and delta, mimetic init). The model calls it
