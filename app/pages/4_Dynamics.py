@@ -61,7 +61,7 @@ for note in run_notes(run):  # after the events: a divergence is the bigger news
     st.warning(note)
 probes = run_figures.recorded_probes(run)
 if not probes:
-    st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at the first checkpoint.")
+    st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at its first evaluation or probe step.")
     st.stop()
 chosen = st.multiselect("views", probes, default=[p for p in probes if p not in ("lr",)], key="dynamics_probes")
 columns = st.columns(2)
