@@ -46,10 +46,14 @@ def show_live(job) -> None:
             st.caption("exact match appears at the first evaluation (train.eval_every)")
     if live.snapshot_step is not None:
         with st.container(key=f"live_attention_{job.name}"):
-            patterns, tokens, step = run_figures.snapshot_patterns(support.open_run(job.name), live.snapshot_step)
-            if patterns:
-                st.caption(f"latest attention snapshot: step {step}, probe example {' '.join(tokens)}")
-                st.plotly_chart(attention_grid(patterns, tokens), key=f"train_attention_{job.name}")
+            try:
+                patterns, tokens, step = run_figures.snapshot_patterns(support.open_run(job.name), live.snapshot_step)
+            except Exception as error:  # noqa: BLE001 - one unreadable snapshot must not stop the live view
+                support.show_error(error)
+            else:
+                if patterns:
+                    st.caption(f"latest attention snapshot: step {step}, probe example {' '.join(tokens)}")
+                    st.plotly_chart(attention_grid(patterns, tokens), key=f"train_attention_{job.name}")
     if st.button("Cancel", key=f"train_cancel_{job.name}", help="stop like Ctrl-C: the run stays resumable"):
         background.cancel(job)
 
