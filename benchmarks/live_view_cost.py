@@ -39,10 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 POLLER = f"""
 import sys, time
 from workbench import background
-from workbench.figures import runs as run_figures
-from workbench.figures.builders import attention_grid, metric_over_steps
-from workbench.live import live_view
-from workbench.store import open_run
+from workbench import live as live_figures
+from workbench.figures.builders import metric_over_steps
 run_id, polled = sys.argv[1], []
 print("ready", flush=True)
 while True:
@@ -53,14 +51,14 @@ while True:
         polled.append((progress["step"], progress["last_loss"]))
     loss = background.live_loss(run_id, polled)
     if len(loss):
-        metric_over_steps(loss, "training loss", log_y=True)
-    live = live_view(run_id)
+        metric_over_steps(loss, "training loss", log_y=True).to_json()
+    live = live_figures.live_view(run_id)
     if len(live.exact_match):
-        run_figures.exact_match_over_steps(live.exact_match)
+        live_figures.exact_match_figure(live).to_json()
     if live.snapshot_step is not None:
-        patterns, tokens, _ = run_figures.snapshot_patterns(open_run(run_id), live.snapshot_step)
-        if patterns:
-            attention_grid(patterns, tokens)
+        grid, _ = live_figures.snapshot_figure(run_id, live.snapshot_step)
+        if grid is not None:
+            grid.to_json()  # what Streamlit sends the browser
     time.sleep(max(0.0, {POLL_SECONDS} - (time.time() - begun)))
 """
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from test_e2e_dashboard import TINY_FORM, TRAINING_WAIT_MS, WAIT_MS, open_page, screenshot
@@ -30,6 +31,19 @@ def newest_figure(page):
     return plots.nth(newest), points[newest]
 
 
+def shoot_newest_figure(page) -> tuple[bytes, int]:
+    """(screenshot, points) of the newest exact-match figure. The view redraws every second, so the
+    figure found can be replaced before its picture is taken: then look again (a few tries)."""
+    for attempt in range(10):
+        figure, points = newest_figure(page)
+        try:
+            return figure.screenshot(timeout=5_000), points
+        except PlaywrightError:
+            if attempt == 9:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.mark.browser
 def test_the_live_view_updates_exact_match_while_the_run_trains(streamlit_server, browser_page, data_dir, tmp_path,
                                                                   artifacts_dir):
@@ -48,15 +62,13 @@ def test_the_live_view_updates_exact_match_while_the_run_trains(streamlit_server
     page.locator(EXACT_MATCH).locator(".js-plotly-plot").first.wait_for(timeout=TRAINING_WAIT_MS)  # an evaluation is stored
     page.get_by_text("latest attention snapshot").wait_for(timeout=WAIT_MS)
     first_step = latest_step(page)
-    figure, first_points = newest_figure(page)
-    first = figure.screenshot()
+    first, first_points = shoot_newest_figure(page)
     screenshot(page, artifacts_dir / "live-view-1.png")
 
     # the next evaluation: the caption names a later step (waits until then; no fixed sleep)
     expect(page.locator(EXACT_MATCH)).not_to_contain_text(f"latest: step {first_step})", timeout=TRAINING_WAIT_MS)
     second_step = latest_step(page)
-    figure, second_points = newest_figure(page)
-    second = figure.screenshot()
+    second, second_points = shoot_newest_figure(page)
     screenshot(page, artifacts_dir / "live-view-2.png")
     page.get_by_role("button", name="Cancel").click()
 
