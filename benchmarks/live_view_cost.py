@@ -12,7 +12,9 @@ each round (the order rotating from round to round), each in a fresh store:
   attention snapshot, and the three figures built from them).
 
 The cost is the paired ratio within each round (median, with the range over rounds): pairing cancels
-the drift of a shared CPU between rounds. Time is the trainer's own elapsed_s.
+the drift of a shared CPU between rounds. Time is the trainer's own elapsed_s; CPU is the trainer's
+CPU seconds plus the poller's during the run, the work the live view adds wherever it runs (on a
+machine shared with other jobs, elapsed time swings by tens of percent between identical runs).
 
     .venv/bin/python benchmarks/live_view_cost.py [--steps 400] [--rounds 3]
 """
@@ -24,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -71,8 +74,10 @@ def config(steps: int, overrides: list[str]) -> RunConfig:
                                  "train.warmup=20", *overrides])
 
 
-def train_once(run_config: RunConfig, mode: str) -> float:
-    """The trainer's elapsed seconds for one run in a fresh store, in `mode`."""
+def train_once(run_config: RunConfig, mode: str) -> tuple[float, float, float]:
+    """(the trainer's elapsed seconds, its CPU seconds, the poller's CPU seconds) for one run in a
+    fresh store, in `mode`. CPU seconds are what the live view takes from a machine whose cores are
+    all busy; they hardly move with other people's load, which elapsed time does."""
     with tempfile.TemporaryDirectory() as root:
         os.environ["WORKBENCH_DATA"] = root
         poller = None
@@ -85,13 +90,29 @@ def train_once(run_config: RunConfig, mode: str) -> float:
             poller = subprocess.Popen([sys.executable, "-c", POLLER, run_config.run_id], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             poller.stdout.readline()  # its imports done: it polls from the first step
+            poller_cpu_before = _cpu_of(poller.pid)
+        cpu = time.process_time()
         try:
-            return float(train(run_config, progress=False, root=Path(root)).status()["elapsed_s"])
+            elapsed = float(train(run_config, progress=False, root=Path(root)).status()["elapsed_s"])
+            cpu = time.process_time() - cpu
+            poller_cpu = _cpu_of(poller.pid) - poller_cpu_before if poller is not None else 0.0
+            return elapsed, cpu, poller_cpu
         finally:
             _Loop.flush_metrics = flush
             if poller is not None:
                 poller.kill()
                 poller.wait()
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paired(values: list[float], base: list[float]) -> str:
+    ratios = [v / b - 1 for v, b in zip(values, base)]
+    return f"{statistics.median(ratios):+.1%} ({min(ratios):+.1%} to {max(ratios):+.1%})"
 
 
 def main() -> None:
@@ -103,22 +124,25 @@ def main() -> None:
     run_config = config(args.steps, args.overrides)
     modes = ["checkpoints only", "live writes", "live writes + polled"]
     train_once(config(20, args.overrides), "live writes")  # warm-up: imports, allocator
-    samples: dict[str, list[float]] = {mode: [] for mode in modes}
+    elapsed: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpu: dict[str, list[float]] = {mode: [] for mode in modes}  # trainer + poller CPU seconds
     for round_ in range(args.rounds):
         for mode in modes[round_ % 3:] + modes[:round_ % 3]:  # each mode first in turn
-            samples[mode].append(train_once(run_config, mode))
-    base = samples["checkpoints only"]
-    rows = []
-    for mode in modes:
-        ratios = [s / b - 1 for s, b in zip(samples[mode], base)]
-        rows.append([mode, f"{statistics.median(samples[mode]):.2f}",
-                     "-" if mode == modes[0] else f"{statistics.median(ratios):+.1%} ({min(ratios):+.1%} to {max(ratios):+.1%})"])
+            seconds, trainer_cpu, poller_cpu = train_once(run_config, mode)
+            elapsed[mode].append(seconds)
+            cpu[mode].append(trainer_cpu + poller_cpu)
+    rows = [[mode, f"{statistics.median(elapsed[mode]):.2f}",
+             "-" if mode == modes[0] else paired(elapsed[mode], elapsed[modes[0]]),
+             f"{statistics.median(cpu[mode]):.2f}", "-" if mode == modes[0] else paired(cpu[mode], cpu[modes[0]])]
+            for mode in modes]
     print(f"{args.steps} steps of the default config, evaluation and probes every 50 steps, one thread; "
           f"page poll every {POLL_SECONDS:.0f} s; {args.rounds} rounds")
-    print(table(["training", "median elapsed (s)", "slower than checkpoints only (paired median, range)"], rows))
-    worst = statistics.median([s / b - 1 for s, b in zip(samples[modes[-1]], base)])
-    print(f"target: live view <= 10% slower: {'met' if worst <= 0.10 else 'missed'} ({worst:+.1%})")
-
+    print(table(["training", "elapsed (s)", "slower (paired median, range)", "CPU s (trainer + poller)",
+                 "more CPU (paired median, range)"], rows))
+    wall = statistics.median([s / b - 1 for s, b in zip(elapsed[modes[-1]], elapsed[modes[0]])])
+    work = statistics.median([s / b - 1 for s, b in zip(cpu[modes[-1]], cpu[modes[0]])])
+    print(f"target: live view <= 10% slower: elapsed {wall:+.1%}, CPU {work:+.1%} "
+          f"({'met' if max(wall, work) <= 0.10 else 'missed'}; CPU is the one a busy shared machine does not blur)")
 
 if __name__ == "__main__":
     main()
