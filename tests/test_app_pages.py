@@ -469,3 +469,35 @@ def test_experiments_page_can_send_the_runs_to_ray(demo):
     app.text_input(key="experiments_ray").set_value("10.0.0.5:6379").run()
     assert not app.exception
     assert any("--fast --backend ray --ray-address 10.0.0.5:6379" in info.value for info in app.info)
+
+
+def differences(app: AppTest) -> pd.DataFrame:
+    """The table of config fields in which the compared runs differ."""
+    return next(frame.value for frame in app.dataframe if "field" in frame.value.columns)
+
+
+def test_dynamics_page_overlays_the_selected_runs_named_by_label(demo):
+    app = run_page("Dynamics", selected=[demo["addition"], demo["hybrid"]])
+    assert app.toggle(key="dynamics_compare").value and not app.exception
+    probes = app.multiselect(key="dynamics_compare_probes").value
+    assert "exact_match" in probes and len(charts(app)) == len(probes)
+    assert all("demo: addition" in c.proto.spec and "demo: hybrid" in c.proto.spec for c in charts(app))
+    table = differences(app)
+    assert list(table.columns) == ["field", "demo: addition", "demo: hybrid"]
+    assert {"task.name", "model.pos"} <= set(table.field) and "train.steps" not in set(table.field)
+
+
+def test_attention_side_by_side_shows_both_runs_at_one_step(demo):
+    app = run_page("Attention", selected=[demo["addition"], demo["hybrid"]])
+    shared = app.select_slider(key="attention_step_shared")
+    assert shared.options == ["0", "10", "20"]
+    shared.set_value(10).run()
+    assert not app.exception
+    assert sum("at step 10" in c.value for c in app.caption) == 2  # each side says which snapshot it shows
+    assert "model.pos" in set(differences(app).field)
+
+
+def test_length_page_names_the_config_fields_its_runs_differ_in(demo):
+    app = run_page("Length_generalization", selected=[demo["addition"], demo["hybrid"]])
+    assert not app.exception and len(app.multiselect(key="length_runs").value) == 2
+    assert "task.name" in set(differences(app).field)

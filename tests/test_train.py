@@ -1,5 +1,6 @@
 """Training: stores a complete run, returns identical configs at once, records divergence,
 and resumes after an interruption to exactly the run it would have been."""
+import pandas as pd
 import pytest
 import torch
 
@@ -154,3 +155,26 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
     assert resumed.status()["status"] == "completed"
     torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))
     assert signal.getsignal(signal.SIGINT) is handler_before  # the trainer's handler is gone
+
+
+def test_each_evaluation_reaches_the_store_while_the_run_trains(data_dir, monkeypatch):
+    """The live view reads metrics.parquet: an evaluation's exact match is there before the next
+    checkpoint (checkpoints here only every 100 steps, so only the per-evaluation writes can carry it)."""
+    from workbench.store import Run
+
+    written = []
+    original = Run.write_metrics
+    monkeypatch.setattr(Run, "write_metrics", lambda self, frame: (written.append(frame.copy()), original(self, frame))[1])
+    train(tiny("train.checkpoint_every=100"), progress=False)
+    at_12 = [f for f in written if ((f.probe == "exact_match") & (f.step == 12)).any()]
+    assert at_12 and at_12[0].step.max() <= 16  # written at step 12's evaluation (the probe at 16 at most), not at the end
+
+
+def test_rows_flushed_after_the_checkpoint_are_not_kept_twice_on_resume(data_dir, tmp_path):
+    """A run killed between checkpoints leaves metrics.parquet with rows newer than its checkpoint;
+    resuming keeps the rows up to the checkpoint only, so the run ends as if never stopped."""
+    reference = train(tiny(), progress=False, root=tmp_path / "reference").metrics()
+    stopped = train(tiny(), progress=False, stop_after=8)
+    stale = stopped.metrics()
+    stopped.write_metrics(pd.concat([stale, stale.tail(3).assign(step=9)], ignore_index=True))
+    assert train(tiny(), progress=False).metrics().equals(reference)

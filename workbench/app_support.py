@@ -324,3 +324,19 @@ def form_section(fields: list, key_prefix: str, columns: int = 4) -> dict:
         with grid[i % columns]:
             values[field.key] = form_widget(field, f"{key_prefix}{field.key}")
     return values
+
+
+def show_differences(runs: list, key: str) -> None:
+    """The config fields in which the compared runs differ, one column per run named as in the legends."""
+    import streamlit as st
+
+    from .compare import runs_differences
+
+    if len(runs) < 2:
+        return
+    table = runs_differences(runs)
+    if table.empty:
+        st.caption("These runs have the same config.")
+        return
+    st.caption("Where these runs' configs differ (every other field is the same):")
+    st.dataframe(table, hide_index=True, key=key)

@@ -229,7 +229,7 @@ def _finished_all(job: Job) -> bool:
 
 def live_loss(run_id: str, polled: list[tuple[int, float]]) -> pd.DataFrame:
     """The loss so far: the stored loss rows, then the (step, loss) points polled from status.json
-    since (metrics are written at checkpoints, status about once a second)."""
+    since (status.json can be a moment newer than metrics.parquet)."""
     from .store import Run
 
     metrics = Run(data_root() / run_id).metrics()

@@ -90,7 +90,7 @@ class TrainConfig:
     seed: int = setting(0, "seed of the weights and the training data; another seed is another run")
     eval_every: int = setting(500, "steps between held-out exact-match evaluations; 0: only at the end")
     eval_samples: int = setting(512, "fresh samples per evaluation (and per test length)")
-    checkpoint_every: int = setting(500, "steps between resumable checkpoints (metrics are written then)")
+    checkpoint_every: int = setting(500, "steps between resumable checkpoints")
     # Small models gain little from more threads, and a second busy thread (the dashboard, a notebook,
     # another run) makes them thrash.
     threads: int = setting(1, "torch threads; 0 keeps torch's default")

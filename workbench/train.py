@@ -61,6 +61,7 @@ class TrainingState:
     data: torch.Generator
     step: int = 0
     loss_window: tuple[int, float] = (0, 0.0)  # steps and summed loss since the last logged loss
+    metric_rows: int | None = None  # metrics rows recorded up to the checkpoint (None: an older checkpoint)
 
 
 def build_state(config: RunConfig, task) -> TrainingState:
@@ -84,7 +85,7 @@ def save_checkpoint(run: Run, state: TrainingState, data_state: torch.Tensor) ->
             tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).contiguous()
     tensors["rng.data"] = data_state
     metadata = {"step": str(state.step), "param_groups": json.dumps(optim["param_groups"]),
-                "loss_window": json.dumps(list(state.loss_window))}
+                "loss_window": json.dumps(list(state.loss_window)), "metric_rows": str(state.metric_rows)}
     atomic_save(run.path / "checkpoint.safetensors", lambda tmp: save_file(tensors, tmp, metadata=metadata))
 
 
@@ -107,6 +108,8 @@ def load_checkpoint(run: Run, state: TrainingState) -> None:
     if "loss_window" in metadata:  # so the resumed run logs the same averaged losses
         window, window_loss = json.loads(metadata["loss_window"])
         state.loss_window = (int(window), float(window_loss))
+    if metadata.get("metric_rows", "None") != "None":
+        state.metric_rows = int(metadata["metric_rows"])
 
 
 # --- the loop -------------------------------------------------------------------------------------
@@ -169,7 +172,10 @@ def _train_locked(config: RunConfig, run: Run, progress: bool, label: str, stop_
     if (run.path / "checkpoint.safetensors").exists():
         load_checkpoint(run, state)
         metrics = run.metrics()
-        rows = metrics[metrics.step <= state.step].to_dict("records")
+        if state.metric_rows is not None:  # metrics are flushed between checkpoints: drop rows written after it
+            rows = metrics.iloc[:state.metric_rows].to_dict("records")
+        else:
+            rows = metrics[metrics.step <= state.step].to_dict("records")
     else:
         run.path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(run.path / "config.json", config.to_dict())
@@ -224,6 +230,7 @@ class _Loop:
                                        train=False)
         self.probes = probe_names(config.probes)
         self.last_status = 0.0
+        self.flushed_rows = len(rows)  # metrics rows already in metrics.parquet
         self.last_loss = float("nan")
         self.stop_requested = False
         self.stop_after: int | None = stop_after
@@ -238,9 +245,19 @@ class _Loop:
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.started
 
+    def flush_metrics(self) -> None:
+        """Write the metrics rows recorded so far (atomically), so the dashboard's live view reads each
+        evaluation and probe as it is produced, not only at checkpoints. Only when there are new rows:
+        a loss row arrives every few steps, so this rewrites the file at most about once a second
+        (from the status refresh) plus once per evaluation or probe step."""
+        if len(self.rows) > self.flushed_rows:
+            self.run_.write_metrics(metrics_frame(self.rows))
+            self.flushed_rows = len(self.rows)
+
     def save(self, status: str, **extra) -> None:
         """Persist everything finished so far: metrics, checkpoint, status (in that order)."""
         self.run_.write_metrics(metrics_frame(self.rows))
+        self.flushed_rows = self.state.metric_rows = len(self.rows)
         save_checkpoint(self.run_, self.state, self.batches.resume_state())
         self.run_.write_status(status=status, step=self.state.step, elapsed_s=round(self.elapsed(), 3),
                                last_loss=self.last_loss, **extra)
@@ -295,6 +312,7 @@ class _Loop:
                 self.save(status="running")
             elif time.time() - self.last_status > STATUS_INTERVAL_S:
                 self.last_status = time.time()
+                self.flush_metrics()
                 self.run_.write_status(step=state.step, elapsed_s=round(self.elapsed(), 3), last_loss=self.last_loss)
             if self.stop_requested:
                 bar.close()
@@ -315,6 +333,7 @@ class _Loop:
         self.rows += [{**r, "step": step} for r in result.rows]
         if result.arrays:
             self.save_snapshot(step, result.arrays)
+        self.flush_metrics()
 
     def save_snapshot(self, step: int, arrays: dict) -> None:
         save_snapshot(self.run_, step, arrays, self.probe_batch.tokens, self.task.vocab)
@@ -324,6 +343,7 @@ class _Loop:
                                      eval_generator(self.config.train.seed))
         self.record("exact_match", accuracy, step)
         self.record("eval_loss", loss, step)
+        self.flush_metrics()
 
     def finish(self) -> Run:
         c, step = self.config, self.state.step

@@ -5,6 +5,7 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench import background
+from workbench import live as live_figures
 from workbench.config import ModelConfig
 from workbench.errors import ConfigError
 from workbench.figures.builders import metric_over_steps
@@ -30,8 +31,28 @@ def show_live(job) -> None:
     st.progress(progress["fraction"], text=f"step {progress['step']} of {progress['steps'] or '?'}"
                 + (f" · loss {progress['last_loss']:.4f}" if progress["last_loss"] is not None else ""))
     loss = background.live_loss(job.name, polled)
+    live = live_figures.live_view(job.name)  # what the trainer has written to the store so far
+    loss_column, exact_column = st.columns(2)
     if len(loss):
-        st.plotly_chart(metric_over_steps(loss, "training loss", log_y=True), key=f"train_loss_{job.name}")
+        loss_column.plotly_chart(metric_over_steps(loss, "training loss", log_y=True), key=f"train_loss_{job.name}")
+    with exact_column.container(key=f"live_exact_match_{job.name}"):
+        if len(live.exact_match):
+            st.plotly_chart(live_figures.exact_match_figure(live), key=f"train_exact_{job.name}")
+            st.caption(f"exact match on fresh samples at the training lengths, at each evaluation "
+                       f"(latest: step {int(live.exact_match.step.iloc[-1])}); the curve over the evaluation "
+                       "lengths follows when training ends")
+        else:
+            st.caption("exact match appears at the first evaluation (train.eval_every)")
+    if live.snapshot_step is not None:
+        with st.container(key=f"live_attention_{job.name}"):
+            try:
+                grid, tokens = live_figures.snapshot_figure(job.name, live.snapshot_step)
+            except Exception as error:  # noqa: BLE001 - one unreadable snapshot must not stop the live view
+                support.show_error(error)
+            else:
+                if grid is not None:
+                    st.caption(f"latest attention snapshot: step {live.snapshot_step}, probe example {' '.join(tokens)}")
+                    st.plotly_chart(grid, key=f"train_attention_{job.name}")
     if st.button("Cancel", key=f"train_cancel_{job.name}", help="stop like Ctrl-C: the run stays resumable"):
         background.cancel(job)
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench.analysis import run_sample_attention
+from workbench.compare import nearest_step, shared_steps
 from workbench.figures import runs as run_figures
 from workbench.figures.builders import attention_grid, attention_map
 from workbench.probes.id_offset import default_offset, sweepable
@@ -29,14 +30,19 @@ def maps(patterns: dict, tokens: list[str], side: str, stem: str) -> None:
                         stem + f"-L{layer}H{head}")
 
 
-def snapshot_maps(run, side: str) -> None:
+def snapshot_maps(run, side: str, shared_step: int | None = None) -> None:
+    """The maps at a snapshot step: the step chosen here, or, side by side at one step, the run's
+    latest snapshot at or before `shared_step`."""
     steps = run.snapshot_steps()
     if not steps:
         st.info(f"Run {run.run_id} stored no attention snapshots; train with `probes.snapshots=true` "
                 "and `probes.every` > 0, or look at a fresh sample.")
         return
-    step = steps[0] if len(steps) == 1 else st.select_slider(
-        "training step", steps, value=steps[-1], key=f"attention_step_{side}_{run.run_id}")
+    if shared_step is not None:
+        step = nearest_step(steps, shared_step)
+    else:
+        step = steps[0] if len(steps) == 1 else st.select_slider(
+            "training step", steps, value=steps[-1], key=f"attention_step_{side}_{run.run_id}")
     patterns, tokens, step = run_figures.snapshot_patterns(run, step)
     if not patterns:
         st.info("This snapshot holds no maps.")
@@ -84,15 +90,42 @@ def fresh_sample_maps(run, side: str) -> None:
          support.download_name(run.run_id, "length", length, "sample", example, f"offset{offset}" if offset is not None else ""))
 
 
-def attention_panel(side: str, prefer: int) -> None:
+def pick_panel(side: str, prefer: int):
+    """(run, source) of one side."""
     run = support.pick_run(table, key=f"attention_run_{side}", prefer=prefer)
     source = st.radio("maps from", [SNAPSHOTS, FRESH], horizontal=True, key=f"attention_source_{side}",
                       help="snapshots: the fixed probe examples during training; a fresh sample: the final "
                            "model on an unseen input of any length, with its answer")
+    return run, source
+
+
+def show_panel(run, source: str, side: str, shared_step: int | None = None) -> None:
     if source == FRESH:
         fresh_sample_maps(run, side)
     else:
-        snapshot_maps(run, side)
+        snapshot_maps(run, side, shared_step)
+
+
+def side_by_side() -> None:
+    """Two runs, each picked in its column; their snapshots at one shared step unless unticked."""
+    columns = st.columns(2)
+    picked = []
+    for column, side, prefer in zip(columns, ("left", "right"), (0, 1)):
+        with column:
+            picked.append(pick_panel(side, prefer))
+    runs = [run for run, _ in picked]
+    shared_step = None
+    if all(source == SNAPSHOTS for _, source in picked):
+        steps = shared_steps([run.snapshot_steps() for run in runs])
+        if len(steps) > 1 and st.checkbox("both at the same training step", value=True, key="attention_same_step",
+                                          help="each run shows its latest snapshot at or before this step"):
+            shared_step = st.select_slider("training step (both runs)", steps, value=steps[-1],
+                                           key="attention_step_shared")
+    support.show_differences(runs, key="attention_differences")
+    for column, (run, source), side in zip(st.columns(2), picked, ("left", "right")):
+        with column:
+            st.markdown(f"**{run_figures.run_names(runs)[0 if side == 'left' else 1]}**")
+            show_panel(run, source, side, shared_step)
 
 
 def leave_comparison() -> None:
@@ -104,12 +137,8 @@ compare = st.toggle("two runs side by side", key="attention_compare", on_change=
                     value=len(support.selected_run_ids(table)) > 1)
 try:
     if compare and len(table) > 1:
-        left, right = st.columns(2)
-        with left:
-            attention_panel("left", prefer=0)
-        with right:
-            attention_panel("right", prefer=1)
+        side_by_side()
     else:
-        attention_panel("left", prefer=0)
+        show_panel(*pick_panel("left", prefer=0), "left")
 except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
     support.show_error(error)

@@ -16,6 +16,39 @@ table = support.runs_table()
 if support.store_is_empty(table):
     st.stop()
 
+
+
+def compare_runs() -> None:
+    """Each probe of the chosen runs over steps, one line per run (heads and layers averaged)."""
+    runs = support.pick_runs(table, key="dynamics_runs")
+    if len(runs) < 2:
+        st.info("Choose two or more runs to overlay.")
+        return
+    support.show_differences(runs, key="dynamics_differences")
+    recorded = list(dict.fromkeys(probe for run in runs for probe in run_figures.recorded_probes(run)))
+    chosen = st.multiselect("views", recorded, default=[p for p in recorded if p in ("loss", "exact_match", "entropy")],
+                            key="dynamics_compare_probes")
+    labels = run_figures.run_names(runs)
+    columns = st.columns(2)
+    for i, probe in enumerate(chosen):
+        with columns[i % 2]:
+            st.subheader(run_figures.PROBE_TITLES.get(probe, probe.replace("_", " ")))
+            try:
+                support.figure_view(run_figures.runs_metric(runs, probe, labels), f"dynamics_compare_{probe}",
+                                    support.download_name("dynamics", probe, *[r.run_id for r in runs]))
+            except Exception as error:  # noqa: BLE001 - shown to the user, not swallowed
+                support.show_error(error)
+
+
+def leave_comparison() -> None:
+    if not st.session_state["dynamics_compare"]:  # one run shown: the link names one run
+        support.keep_first_selected()
+
+
+if st.toggle("compare runs", key="dynamics_compare", on_change=leave_comparison,
+             value=len(support.selected_run_ids(table)) > 1, help="overlay the selected runs, one line each"):
+    compare_runs()
+    st.stop()
 run = support.pick_run(table, key="dynamics_run")
 config = run.config()
 events = training_events(run)
@@ -28,7 +61,7 @@ for note in run_notes(run):  # after the events: a divergence is the bigger news
     st.warning(note)
 probes = run_figures.recorded_probes(run)
 if not probes:
-    st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at the first checkpoint.")
+    st.info(f"Run {run.run_id} has recorded nothing yet; its metrics appear at its first evaluation or probe step.")
     st.stop()
 chosen = st.multiselect("views", probes, default=[p for p in probes if p not in ("lr",)], key="dynamics_probes")
 columns = st.columns(2)

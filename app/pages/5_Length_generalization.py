@@ -37,6 +37,7 @@ def show_runs(with_curves) -> None:
     for run, name in zip(runs, run_figures.run_names(runs)):
         for note in run_notes(run):
             st.warning(f"**{name}**: {note}")
+    support.show_differences(runs, key="length_differences")
     try:
         fig = run_figures.runs_length_curve(runs, run_figures.run_labels(runs, group))
         support.figure_view(fig, "length_curve", support.download_name("length", *[r.run_id for r in runs]))

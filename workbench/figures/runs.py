@@ -257,3 +257,8 @@ def run_neuron_activity(run, steps: list[int] | None = None):
         for layer, shares in neuron_activity(run, step).items():
             curves.setdefault(layer, {})[step] = shares
     return neuron_activity_curves(curves)
+
+
+def exact_match_over_steps(rows: pd.DataFrame):
+    """Exact match (rows: step, value as a share, series) in percent over steps: the live view's figure."""
+    return _probe_figure(rows, "exact_match")
