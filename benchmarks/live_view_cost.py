@@ -35,7 +35,7 @@ from common import table  # noqa: E402
 from workbench.config import RunConfig  # noqa: E402
 from workbench.train import _Loop, train  # noqa: E402
 
-POLL_SECONDS = 1.0  # the Train page's live_jobs fragment: st.fragment(run_every=1.0)
+from workbench.live import REFRESH_SECONDS as POLL_SECONDS  # noqa: E402  (the Train page's live_jobs fragment)
 REPO = Path(__file__).resolve().parents[1]
 # What the Train page's live view does once a second (app/pages/2_Train.py, show_live), in a process
 # of its own as the Streamlit server is.

@@ -11,6 +11,11 @@ import pandas as pd
 
 from .store import Run, data_root
 
+# How often the Train page redraws the live view. Every redraw reads the store and rebuilds the loss
+# figure on the dashboard's side of the same CPU the run trains on: at 1 s that cost the run ~15% of
+# its CPU on a 2-core machine (benchmarks/live_view_cost.py), at 2 s about half of it.
+REFRESH_SECONDS = 2.0
+
 
 @dataclass
 class LiveView:

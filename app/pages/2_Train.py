@@ -16,7 +16,7 @@ from workbench.typed import describe
 
 st.set_page_config(page_title="Train · workbench", layout="wide")
 st.title("Train")
-POLL_SECONDS = 1.0
+POLL_SECONDS = live_figures.REFRESH_SECONDS  # the live view's redraw, and the progress bar's
 OWN = "your own settings"
 MIXER_HELP = next(row["help"] for row in describe(ModelConfig) if row["name"] == "mixer")
 
