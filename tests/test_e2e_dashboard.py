@@ -25,6 +25,16 @@ def open_page(page, name: str) -> None:
     page.get_by_role("heading", name="Training dynamics" if name == "Dynamics" else name).first.wait_for(timeout=WAIT_MS)
 
 
+def train_from_the_form(page, form: dict[str, str]) -> None:
+    """Open the Train page, fill in the form (the Probes section unfolded) and start training."""
+    open_page(page, "Train")
+    page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
+    for label, value in form.items():
+        page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("button", name="Train").click()
+    page.get_by_text("Training now").wait_for(timeout=WAIT_MS)
+
+
 def wait_until_idle(page) -> None:
     page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=WAIT_MS)
 
@@ -44,12 +54,7 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
     page.get_by_text("The run store is empty").first.wait_for(timeout=WAIT_MS)
     screenshot(page, artifacts_dir / "dashboard-0-home-empty.png")
 
-    open_page(page, "Train")
-    page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
-    for label, value in TINY_FORM.items():
-        page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Train").click()
-    page.get_by_text("Training now").wait_for(timeout=WAIT_MS)
+    train_from_the_form(page, TINY_FORM)
     screenshot(page, artifacts_dir / "dashboard-2-train-live.png")
     page.get_by_text(": completed").wait_for(timeout=TRAINING_WAIT_MS)
     screenshot(page, artifacts_dir / "dashboard-2-train-done.png")

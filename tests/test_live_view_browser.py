@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from test_e2e_dashboard import TINY_FORM, TRAINING_WAIT_MS, WAIT_MS, open_page, screenshot
+from test_e2e_dashboard import TINY_FORM, TRAINING_WAIT_MS, WAIT_MS, screenshot, train_from_the_form
 
 # evaluations every 40 steps of a run far longer than the test waits for (it is cancelled)
 LIVE_FORM = {**TINY_FORM, "steps": "20000", "eval_every": "40", "every": "40", "checkpoint_every": "5000"}
@@ -52,12 +52,7 @@ def test_the_live_view_updates_exact_match_while_the_run_trains(streamlit_server
     page.set_viewport_size({"width": 1400, "height": 1600})
     page.goto(url)
     page.get_by_text("The run store is empty").first.wait_for(timeout=WAIT_MS)
-    open_page(page, "Train")
-    page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
-    for label, value in LIVE_FORM.items():
-        page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Train").click()
-    page.get_by_text("Training now").wait_for(timeout=WAIT_MS)
+    train_from_the_form(page, LIVE_FORM)
 
     page.locator(EXACT_MATCH).locator(".js-plotly-plot").first.wait_for(timeout=TRAINING_WAIT_MS)  # an evaluation is stored
     page.get_by_text("latest attention snapshot").wait_for(timeout=WAIT_MS)
