@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from browser_support import skip_without_browser
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP_SCRIPT = REPO_ROOT / "app" / "Home.py"
 
@@ -75,18 +77,6 @@ def shipped_results(request, tmp_path_factory, monkeypatch) -> Path:
 
 
 # --- the browser -----------------------------------------------------------------------------
-def skip_without_browser() -> None:
-    """Skip (or, where WORKBENCH_REQUIRE_BROWSER is set, fail) unless a browser is there."""
-    from workbench.figures.chromium import missing_browser
-
-    reason = missing_browser()
-    if reason is None:
-        return
-    if os.environ.get("WORKBENCH_REQUIRE_BROWSER"):
-        pytest.fail(f"{reason} (WORKBENCH_REQUIRE_BROWSER is set: `make system` should have installed it)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def needs_browser() -> None:
     skip_without_browser()

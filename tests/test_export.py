@@ -211,11 +211,11 @@ def test_without_a_browser_export_says_so_in_one_line(no_browser, store, capsys)
 
 
 def test_without_a_browser_the_tests_that_need_one_skip_with_that_reason(no_browser):
-    import conftest
+    import browser_support
     from workbench.figures.chromium import NO_BROWSER
 
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("WORKBENCH_REQUIRE_BROWSER", raising=False)
         with pytest.raises(pytest.skip.Exception, match="apt-get install chromium") as skipped:
-            conftest.skip_without_browser()
+            browser_support.skip_without_browser()
     assert str(skipped.value) == NO_BROWSER

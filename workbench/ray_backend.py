@@ -17,7 +17,10 @@ started for this sweep with `workers` CPUs (default: this machine's cores) and s
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -102,7 +105,8 @@ def train_on_ray(jobs: list[tuple[RunConfig, str]], todo: list[int], runs: list,
         where = f" on Ray ({address or os.environ.get('RAY_ADDRESS') or 'local instance'})"
         bar = StepsBar(jobs, todo, root, used, where=where, progress=progress)
         try:
-            failures = _collect(refs, runs, root, bar, on_done)
+            with _interrupt_requests() as interrupted:
+                failures = _collect(refs, runs, root, bar, on_done, interrupted)
         except KeyboardInterrupt:
             _cancel(list(refs))
             raise
@@ -116,14 +120,38 @@ def train_on_ray(jobs: list[tuple[RunConfig, str]], todo: list[int], runs: list,
             ray.shutdown()
 
 
-def _collect(refs: dict, runs: list, root: Path, bar, on_done) -> dict[int, str]:
+@contextlib.contextmanager
+def _interrupt_requests():
+    """Ctrl-C while the driver waits: the first sets a flag that the waiting loop checks between
+    polls, a second stops at once. A KeyboardInterrupt raised inside Ray's own wait (C++ underneath)
+    can be lost there; a flag cannot."""
+    requested = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield requested  # signal handlers can only be set from the main thread
+        return
+
+    def request(signum, frame):
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+
+    previous = signal.signal(signal.SIGINT, request)
+    try:
+        yield requested
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
+def _collect(refs: dict, runs: list, root: Path, bar, on_done, interrupted: threading.Event) -> dict[int, str]:
     """Wait for every trial, filling runs as they finish; a trial that raised is kept as its reason
-    so that the others still finish."""
+    so that the others still finish. A Ctrl-C (interrupted) raises KeyboardInterrupt here."""
     import ray
 
     failures: dict[int, str] = {}
     pending = list(refs)
     while pending:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
         done, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
         for ref in done:
             index = refs[ref]
