@@ -164,16 +164,16 @@ def demo_guide() -> list[dict]:
     the dashboard, for a link), what to see there, and the selection the link opens: the demo with
     the demos it is shipped to be compared with (a coupling run beside its learned-positions run)."""
     shipped = shipped_demo_runs()
-    ids = {demo.name: demo.config.run_id for demo in demos()}
     guide = []
     for demo in demos():
         if demo.name not in shipped:
             continue
         partners = next((check.demos for check in CHECKS if demo.name in check.demos), (demo.name,))
-        together = [ids[name] for name in partners if name in shipped]
-        selection = {"runs": ",".join(together)} if len(together) > 1 else {"run": ids[demo.name]}
+        together = [shipped[name].run_id for name in partners if name in shipped]
+        run_id = shipped[demo.name].run_id
+        selection = {"runs": ",".join(together)} if len(together) > 1 else {"run": run_id}
         guide.append({"demo": demo.name, "page": demo.page, "page_file": PAGE_FILES[demo.page],
-                      "look_for": demo.look_for, "run_id": ids[demo.name], "selection": selection})
+                      "look_for": demo.look_for, "run_id": run_id, "selection": selection})
     return guide
 
 
