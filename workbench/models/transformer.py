@@ -5,8 +5,11 @@ The norms are LayerNorms, or RMSNorms with model.norm=rmsnorm; model.mlp_ratio=0
 (Gu and Dao 2023, arXiv 2312.00752), which transformers' MambaForCausalLM computes.
 
 Hook points, by name: `blocks.{i}.hook_resid_pre`, `blocks.{i}.mixer.hook_pattern`,
-`blocks.{i}.mixer.hook_scores` (attention), `blocks.{i}.mlp.hook_post` (activations after the
-nonlinearity; blocks with an MLP), `blocks.{i}.hook_resid_post`.
+`blocks.{i}.mixer.hook_units` (the mixer's output per head or channel, before its output
+projection), `blocks.{i}.mixer.hook_scores`, `hook_q`, `hook_k`, `hook_v` (attention),
+`blocks.{i}.hook_mixer_out` (what the mixer adds to the residual stream), `blocks.{i}.mlp.hook_post`
+(activations after the nonlinearity), `blocks.{i}.hook_mlp_out` (what the MLP adds; blocks with an
+MLP), `blocks.{i}.hook_resid_post`.
 """
 from __future__ import annotations
 
@@ -78,13 +81,15 @@ class Block(nn.Module):
         self.norm_mlp = make_norm(config) if has_mlp(config) else None
         self.mlp = MLP(config) if has_mlp(config) else None
         self.hook_resid_pre = HookPoint()
+        self.hook_mixer_out = HookPoint()
+        self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         x = self.hook_resid_pre(x)
-        x = x + self.mixer(self.norm_mixer(x), context)
+        x = x + self.hook_mixer_out(self.mixer(self.norm_mixer(x), context))
         if self.mlp is not None:
-            x = x + self.mlp(self.norm_mlp(x))
+            x = x + self.hook_mlp_out(self.mlp(self.norm_mlp(x)))
         return self.hook_resid_post(x)
 
 

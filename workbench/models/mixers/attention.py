@@ -39,6 +39,8 @@ class Attention(Mixer):
         self.gate = make_linear(d, self.n_heads, sigma_reparam=config.sigma_reparam) if config.gated_attention else None
         self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
         self.hook_entropy = HookPoint()  # per-query softmax entropy in nats (B, H, T)
+        # queries, keys (after any rotation and logit scaling) and values, each (B, H, T, head_dim)
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()
 
     def project(self, x: Tensor, context: MixerContext, contiguous: bool = False) -> tuple[Tensor, Tensor, Tensor]:
         B, T, _ = x.shape
@@ -49,7 +51,7 @@ class Attention(Mixer):
         q, k = context.encoding.rotate(q, k, context.positions)
         if self.config.logit_scaling:
             q = q * log_length_scale(T, x.device)[:, None]
-        return q, k, v
+        return self.hook_q(q), self.hook_k(k), self.hook_v(v)
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
         B, H, T, head_dim = q.shape
@@ -73,7 +75,7 @@ class Attention(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         B, T, D = x.shape
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
-        if not explicit and self.fused_training(x, context):
+        if not explicit and not self.projections_listened() and self.fused_training(x, context):
             return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out),
                                     self.out.bias, self.n_heads)
         q, k, v = self.project(x, context, contiguous=explicit)
@@ -98,7 +100,11 @@ class Attention(Mixer):
                 mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
-        return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+        return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, D), self.n_heads))
+
+    def projections_listened(self) -> bool:
+        """Whether a listener wants q, k, v or the per-head outputs, which the fused path never forms."""
+        return any(h.active for h in (self.hook_q, self.hook_k, self.hook_v, self.hook_units))
 
     def fused_training(self, x: Tensor, context: MixerContext) -> bool:
         """Whether a forward that needs no explicit pattern is what attention_fused covers (see there).

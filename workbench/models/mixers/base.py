@@ -1,7 +1,11 @@
 """The sequence-mixer contract: every mixer sits in the same block and shows an attention-like map.
 
 A mixer maps (B, T, D) -> (B, T, D) causally. It owns `hook_pattern`, fed a (B, H, T, T) query x key
-map only while someone listens, so the map costs nothing in ordinary training.
+map only while someone listens, so the map costs nothing in ordinary training, and `hook_units`,
+its output split into units before the output projection, (B, T, U, width): heads for attention and
+linear attention (width = head dimension), channels for Mamba, S4D, H3, LSTM and GRU (width 1).
+A listener that returns a tensor from `hook_units` changes the mixer's output (zero a head, patch a
+channel), which is what the circuits tools (workbench.circuits) build on.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ class Mixer(nn.Module):
         self.config, self.layer_index = config, layer_index
         self.options = self.options_of(config)
         self.hook_pattern = HookPoint()
+        self.hook_units = HookPoint()
 
     @classmethod
     def options_of(cls, config):
@@ -57,6 +62,14 @@ class Mixer(nn.Module):
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         """The (B, H, T, T) query x key map this mixer applies (or mimics) on input x."""
         raise NotImplementedError
+
+    def units(self, y: Tensor, count: int) -> Tensor:
+        """y (B, T, count * width) through `hook_units` as (B, T, count, width); unchanged (no view,
+        no copy) while nobody listens."""
+        if not self.hook_units.active:
+            return y
+        B, T, width = y.shape
+        return self.hook_units(y.reshape(B, T, count, width // count)).reshape(B, T, width)
 
     def state_size(self, length: int) -> int:
         """Numbers a recurrent form of this mixer carries after `length` tokens (per sequence)."""

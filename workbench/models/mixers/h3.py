@@ -46,7 +46,7 @@ class H3(Mixer):
         if self.hook_pattern.active:
             self.hook_pattern(self._mean_magnitude(q, shifted))
         y = q * self.diagonal(shifted * v)
-        return self.out_proj(y.transpose(1, 2))
+        return self.out_proj(self.units(y.transpose(1, 2), y.shape[1]))
 
     def _map(self, q: Tensor, shifted: Tensor) -> Tensor:
         T = q.shape[-1]

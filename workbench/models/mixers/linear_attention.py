@@ -90,7 +90,7 @@ class LinearAttention(Mixer):
 
     def merge(self, mixed: Tensor) -> Tensor:
         B, H, T, hd = mixed.shape
-        return self.out(mixed.transpose(1, 2).reshape(B, T, H * hd))
+        return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, H * hd), H))
 
     def state_size(self, length: int) -> int:
         features = feature_size(self.config.feature_map, self.qk_dim)

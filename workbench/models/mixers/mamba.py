@@ -117,7 +117,7 @@ class Mamba(Mixer):
         if self.hook_pattern.active:
             self.hook_pattern(implicit_attention_magnitude(delta, A, B, C))
         y = scan(u, delta, A, B, C, self.D).transpose(1, 2)
-        return self.out_proj(y * F.silu(z))
+        return self.out_proj(self.units(y * F.silu(z), self.d_inner))
 
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, d_inner, T, T) signed alpha, one map per channel: y_t = sum_s alpha[t, s] u_s + D u_t."""

@@ -26,7 +26,7 @@ class RecurrentMixer(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         if self.hook_pattern.active:
             self.hook_pattern(self.attention_like(x, context))
-        return self.rnn(x)[0]
+        return self.units(self.rnn(x)[0], x.shape[-1])
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, 1, T, T) input-gradient saliency."""

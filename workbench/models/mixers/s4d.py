@@ -103,7 +103,7 @@ class S4D(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         if self.hook_pattern.active:
             self.hook_pattern(self.attention_like(x, context))
-        y = self.ssm(x.transpose(1, 2)).transpose(1, 2)
+        y = self.units(self.ssm(x.transpose(1, 2)).transpose(1, 2), x.shape[-1])
         return F.glu(self.out(F.gelu(y)), dim=-1)
 
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
