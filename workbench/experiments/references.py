@@ -86,6 +86,11 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
               "From Markov to Laplace: How Mamba In-Context Learns Markov Chains", "2502.10178"),
     Reference("Gu & Dao 2023", "Albert Gu, Tri Dao", 2023,
               "Mamba: Linear-Time Sequence Modeling with Selective State Spaces", "2312.00752"),
+    Reference("Olsson et al. 2022", "Catherine Olsson, Nelson Elhage, Neel Nanda, Nicholas Joseph, Nova DasSarma, "
+              "Tom Henighan, Ben Mann, Amanda Askell, Yuntao Bai, Anna Chen, Tom Conerly, Dawn Drain, Deep Ganguli, "
+              "Zac Hatfield-Dodds, Danny Hernandez, Scott Johnston, Andy Jones, Jackson Kernion, Liane Lovitt, "
+              "Kamal Ndousse, Dario Amodei, Tom Brown, Jack Clark, Jared Kaplan, Sam McCandlish, Chris Olah", 2022,
+              "In-context Learning and Induction Heads", "2209.11895"),
 ]}
 
 
