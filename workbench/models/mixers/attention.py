@@ -55,7 +55,11 @@ class Attention(Mixer):
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
         B, H, T, head_dim = q.shape
-        q = q * (1.0 / math.sqrt(head_dim))  # on q (T x d numbers) rather than on the T x T scores
+        scale = 1.0 / math.sqrt(head_dim)  # on q (T x d numbers) rather than on the T x T scores
+        # Without autograd and with no listener holding q, q is this forward's own copy (project's
+        # contiguous one, or a fresh rotated or rescaled tensor), so it is scaled where it lies: the
+        # same products, one buffer fewer. Under autograd the product keeps its own tensor, as before.
+        q = q.mul_(scale) if not torch.is_grad_enabled() and not self.hook_q.active else q * scale
         bias = context.encoding.bias(self.layer_index, context.positions)
         if bias is None:
             # The batched matmul adds the causal mask as it writes the scores (one pass over T x T
@@ -66,8 +70,11 @@ class Attention(Mixer):
         scores = q @ k.transpose(-1, -2) + bias
         return scores.masked_fill_(future_mask(T, q.device), float("-inf"))  # a fresh tensor: in place is safe
 
-    def pattern(self, scores: Tensor) -> Tensor:
-        pattern = scores.softmax(dim=-1)
+    def pattern(self, scores: Tensor, overwrite: bool = False) -> Tensor:
+        """Softmax over the keys; `overwrite`: scores are the caller's own fresh tensor, nobody else
+        holds them and no autograd records them, so the softmax is written over them (the same
+        kernel, the same numbers, without a second T x T buffer)."""
+        pattern = torch.softmax(scores, -1, out=scores) if overwrite else scores.softmax(dim=-1)
         if self.config.softmax == "clipped":
             pattern = ((CLIP_ZETA - CLIP_GAMMA) * pattern + CLIP_GAMMA).clamp(0.0, 1.0)
         return pattern
@@ -81,7 +88,8 @@ class Attention(Mixer):
         q, k, v = self.project(x, context, contiguous=explicit)
         if explicit:
             scores = self.hook_scores(self.scores(q, k, context))
-            pattern = self.hook_pattern(self.pattern(scores))
+            overwrite = not torch.is_grad_enabled() and not self.hook_scores.active
+            pattern = self.hook_pattern(self.pattern(scores, overwrite=overwrite))
             if self.hook_entropy.active:
                 self.hook_entropy(-(pattern * pattern.clamp_min(1e-30).log()).sum(-1))
             mixed = pattern @ v
@@ -137,7 +145,7 @@ class Attention(Mixer):
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         q, k, _ = self.project(x, context, contiguous=True)
-        return self.pattern(self.scores(q, k, context))
+        return self.pattern(self.scores(q, k, context), overwrite=not torch.is_grad_enabled())
 
     def state_size(self, length: int) -> int:
         return 2 * self.config.d_model * length  # the key-value cache grows with the sequence
