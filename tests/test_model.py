@@ -69,6 +69,31 @@ def test_hook_listeners_can_edit_activations():
     assert torch.allclose(zeroed, zeroed[:, :1].expand_as(zeroed))  # a constant residual gives constant logits
 
 
+def test_a_kept_q_is_the_projection_and_the_pattern_is_the_same_with_or_without_it():
+    # Without a q listener the hooked forward scales q in place (attention.scores); a listener's q
+    # must stay the unscaled projection, and the pattern must not depend on who listens.
+    _, task, model = make()
+    batch = task.sample(4, torch.Generator().manual_seed(4))
+    pattern, q = "blocks.0.mixer.hook_pattern", "blocks.0.mixer.hook_q"
+    with torch.no_grad():
+        _, alone = model.run_with_cache(batch.tokens, names=[pattern])
+        _, both = model.run_with_cache(batch.tokens, names=[pattern, q])
+        x = model.blocks[0].norm_mixer(model.embed(batch.tokens) + model.encoding.embed(
+            model.encoding.positions(batch.tokens, None)))
+        B, T, D = x.shape
+        expected = model.blocks[0].mixer.qkv(x)[..., :D].view(B, T, 2, D // 2).transpose(1, 2)
+    assert torch.equal(alone[pattern], both[pattern])
+    assert torch.equal(both[q], expected)
+
+
+def test_hook_points_are_named_once_and_handed_out_as_a_copy():
+    _, _, model = make()
+    points = model.hook_points()
+    points.clear()
+    assert "blocks.0.mixer.hook_pattern" in model.hook_points()
+    assert all(point.name == name for name, point in model.hook_points().items())
+
+
 @pytest.mark.parametrize("scheme", ["gpt2", "fan_in"])
 def test_init_scheme_sets_the_scale_of_every_linear_and_embedding(scheme):
     config = RunConfig.load(None, ["model.d_model=64", "model.mlp_ratio=4", f"model.init={scheme}"])

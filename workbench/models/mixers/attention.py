@@ -55,7 +55,11 @@ class Attention(Mixer):
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
         B, H, T, head_dim = q.shape
-        q = q * (1.0 / math.sqrt(head_dim))  # on q (T x d numbers) rather than on the T x T scores
+        scale = 1.0 / math.sqrt(head_dim)  # on q (T x d numbers) rather than on the T x T scores
+        # Without autograd and with no listener holding q, q is this forward's own copy (project's
+        # contiguous one, or a fresh rotated or rescaled tensor), so it is scaled where it lies: the
+        # same products, one buffer fewer. Under autograd the product keeps its own tensor, as before.
+        q = q.mul_(scale) if not torch.is_grad_enabled() and not self.hook_q.active else q * scale
         bias = context.encoding.bias(self.layer_index, context.positions)
         if bias is None:
             # The batched matmul adds the causal mask as it writes the scores (one pass over T x T
@@ -67,6 +71,8 @@ class Attention(Mixer):
         return scores.masked_fill_(future_mask(T, q.device), float("-inf"))  # a fresh tensor: in place is safe
 
     def pattern(self, scores: Tensor) -> Tensor:
+        # Not in place (softmax(out=scores)): the same numbers, but measured 2x slower at T=34,
+        # and no faster at T=64, than the out-of-place kernel.
         pattern = scores.softmax(dim=-1)
         if self.config.softmax == "clipped":
             pattern = ((CLIP_ZETA - CLIP_GAMMA) * pattern + CLIP_GAMMA).clamp(0.0, 1.0)
