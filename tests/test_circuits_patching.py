@@ -106,3 +106,36 @@ def test_sweep_names_a_bad_component():
     model, task = small()
     with pytest.raises(ConfigError, match="components.*resid_pre, mixer_out"):
         patching_sweep(model, patching_pairs(task, 2), components=("heads",))
+
+
+# --- weights at snapshot steps (probes.weights) ------------------------------------------------
+def tiny_run(*extra):
+    from workbench.train import train
+
+    return train(RunConfig.load(None, ["task.name=induction", "model.n_layers=1", "model.d_model=16",
+                                       "model.n_heads=2", "train.steps=4", "train.batch_size=8",
+                                       "probes.every=2", *extra]), progress=False)
+
+
+def test_a_run_with_snapshot_weights_loads_the_model_of_any_snapshot_step(data_dir):
+    from workbench.analysis import load_model
+
+    run = tiny_run("probes.weights=true")
+    assert run.weight_steps() == [0, 2, 4]  # probes run before the first step too
+    final, _ = load_model(run)
+    at_four, _ = load_model(run, step=4)
+    at_two, task = load_model(run, step=2)
+    assert all(torch.equal(a, b) for a, b in zip(final.state_dict().values(), at_four.state_dict().values()))
+    assert not torch.equal(at_two.embed.weight, final.embed.weight)  # two optimizer steps apart
+    patching_sweep(at_two, patching_pairs(task, 2), components=("resid_pre",))  # patch the model of step 2
+    with pytest.raises(ConfigError, match="step: invalid value 3.*choose one of: 0, 2, 4"):
+        load_model(run, step=3)
+
+
+def test_a_run_without_snapshot_weights_says_how_to_get_them(data_dir):
+    from workbench.analysis import load_model
+
+    run = tiny_run()
+    assert run.weight_steps() == [] and not (run.path / "snapshots" / "weights").exists()
+    with pytest.raises(ConfigError, match="probes.weights=true"):
+        load_model(run, step=2)
