@@ -29,6 +29,7 @@ from throughput import Shape, transformer_lens_model
 SHAPE = Shape("patching", 2, 64, 4, 8, 20)  # batch = pairs; T = 64 (digits only size the shape's T)
 T = 64
 WB_SWEEP, TL_SWEEP = "workbench patching_sweep", "TransformerLens run_with_hooks loop"
+HOOKED, BARE = "hook points, nobody listening", "hook points replaced by identity"
 
 
 def workbench_setup(pairs_count: int):
@@ -158,15 +159,13 @@ def forward_costs(model, vocab: int, args) -> None:
     calls = 20
     with torch.no_grad():
         assert torch.equal(model(tokens), bare(tokens))
-        samples = interleaved_samples({"hook points, nobody listening": lambda: seconds_per_call(lambda: model(tokens), calls),
-                                       "hook points replaced by identity": lambda: seconds_per_call(lambda: bare(tokens), calls)},
-                                      max(args.rounds, 5))
+        samples = interleaved_samples({HOOKED: lambda: seconds_per_call(lambda: model(tokens), calls),
+                                       BARE: lambda: seconds_per_call(lambda: bare(tokens), calls)}, max(args.rounds, 5))
     seconds = medians(samples)
     print(f"\nPlain forward, batch {args.forward_batch} x T={T}, median of {max(args.rounds, 5)} rounds of {calls}:\n")
     print(table(["model", "ms / forward", "identity model's speed-up"],
-                [["hook points, nobody listening", f"{seconds['hook points, nobody listening'] * 1e3:.3f}",
-                  paired_speedup(samples, "hook points replaced by identity", "hook points, nobody listening")],
-                 ["hook points replaced by identity", f"{seconds['hook points replaced by identity'] * 1e3:.3f}", ""]]))
+                [[HOOKED, f"{seconds[HOOKED] * 1e3:.3f}", paired_speedup(samples, BARE, HOOKED)],
+                 [BARE, f"{seconds[BARE] * 1e3:.3f}", ""]]))
 
 
 if __name__ == "__main__":

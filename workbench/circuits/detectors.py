@@ -49,13 +49,10 @@ def unit_kind(mixer) -> str:
 
 def unit_maps(model, tokens: Tensor, position_ids: Tensor | None = None) -> list[Tensor]:
     """Per layer, (B, units, T, T) maps with rows normalized by their total |weight|."""
-    names = [f"blocks.{i}.{suffix}" for i in range(len(model.blocks)) for suffix in ("hook_resid_pre",
-                                                                                     "mixer.hook_pattern")]
-    wanted = [n for n in names if n.endswith("hook_pattern")
-              or unit_kind(model.blocks[int(n.split(".")[1])].mixer) == "channel"]
-    # a channel mixer's per-channel maps come from its input, so its pattern need not be computed
-    wanted = [n for n in wanted if not (n.endswith("hook_pattern")
-                                        and unit_kind(model.blocks[int(n.split(".")[1])].mixer) == "channel")]
+    # a channel mixer's maps come from its input (the residual stream through its norm); the others'
+    # from their pattern hook, which only then computes a map
+    wanted = [f"blocks.{i}.hook_resid_pre" if unit_kind(block.mixer) == "channel" else f"blocks.{i}.mixer.hook_pattern"
+              for i, block in enumerate(model.blocks)]
     with eval_mode(model), torch.no_grad():
         _, cache = model.run_with_cache(tokens, position_ids, names=wanted)
         context = MixerContext(model.encoding.positions(tokens, position_ids), model.encoding)

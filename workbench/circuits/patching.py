@@ -11,7 +11,12 @@ Why it is fast: one forward per (layer, component, unit) covers every position a
 is positions x pairs, each copy patched at its own position), and it starts at the patched layer
 from the corrupted run's cached residual stream, since nothing below that layer changes. Positions
 after the last answer position cannot change an answer in a causal model: the runs stop there and
-their rows read effect 0 (the corrupted logit difference) without a forward.
+their rows read effect 0 (the corrupted logit difference) without a forward. In the last block
+only the answer rows go through the MLP. The clean and corrupted runs are themselves made at the
+batch shape of the patched runs (positions x pairs): some kernels (S4D's FFT convolution, the GRU)
+round differently at another batch size, and patching clean into clean must give the logits of the
+forward that listens to the same hook, bit for bit. When the clean and corrupted logit differences
+are equal the effect is undefined (NaN).
 
 Components: resid_pre, mixer_out, mlp_out, resid_post (unit -1, the whole stream) and units (the
 mixer's output per unit before its output projection: heads for attention and linear attention,
@@ -58,13 +63,13 @@ def patching_sweep(model, pairs: Pairs, components=("resid_pre", "mixer_out", "m
                     units = list(enumerate(spans))
                 for unit, span in units:
                     ld = patcher.logit_diffs(layer, component, span).mean(dim=1)  # (positions,)
-                    frames.append(rows(layer, component, unit, ld, corrupted_ld, clean_ld, patcher.T_full))
+                    frames.append(sweep_rows(layer, component, unit, ld, corrupted_ld, clean_ld, patcher.T_full))
     result = pd.concat(frames, ignore_index=True)[COLUMNS]
     result.attrs.update(clean_logit_diff=clean_ld, corrupted_logit_diff=corrupted_ld, unit_groups=ranges)
     return result
 
 
-def rows(layer, component, unit, ld: Tensor, corrupted_ld: float, clean_ld: float, T_full: int) -> pd.DataFrame:
+def sweep_rows(layer, component, unit, ld: Tensor, corrupted_ld: float, clean_ld: float, T_full: int) -> pd.DataFrame:
     values = torch.full((T_full,), corrupted_ld, dtype=torch.float64)
     values[: ld.shape[0]] = ld.double()
     denominator = clean_ld - corrupted_ld
@@ -82,9 +87,7 @@ class Patcher:
         self.T = int(pairs.answer_position.max()) + 1  # later positions cannot reach any answer
         cut = lambda t: None if t is None else t[:, : self.T]  # noqa: E731
         self.clean, self.corrupted, self.position_ids = cut(pairs.clean), cut(pairs.corrupted), cut(pairs.position_ids)
-        # Every run has the batch shape of the patched runs (positions x pairs): some kernels (the
-        # FFT convolution of S4D, say) round differently at another batch size, and patching clean
-        # into clean must give the listened forward's logits bit for bit.
+        # every run at the batch shape of the patched runs (see the module's docstring)
         P, N = self.T, len(pairs)
         self.copies = torch.arange(P)
         self.answer_position = pairs.answer_position.repeat(P)
