@@ -55,11 +55,13 @@ def test_defaults_hash_the_same_as_explicit_values():
 
 
 def test_settings_added_later_keep_the_ids_of_runs_stored_before_them():
-    # The ids these configs had before model.init, model.norm and mqar's show_answers existed
+    # The ids these configs had before model.init, model.norm, probes.weights and mqar's show_answers existed
     assert RunConfig.load(None, []).run_id == "d3f0ec239136"
     assert RunConfig.load(None, ["model.init=gpt2"]).run_id == "d3f0ec239136"
     assert RunConfig.load(None, ["model.norm=layernorm"]).run_id == "d3f0ec239136"
     assert RunConfig.load(None, ["model.norm=rmsnorm"]).run_id != "d3f0ec239136"
+    assert RunConfig.load(None, ["probes.weights=false"]).run_id == "d3f0ec239136"
+    assert RunConfig.load(None, ["probes.weights=true"]).run_id != "d3f0ec239136"
     assert RunConfig.load(None, ["task.name=mqar"]).run_id == "2cb994e6b2b2"
     assert RunConfig.load(None, ["model.init=fan_in"]).run_id != "d3f0ec239136"
     assert RunConfig.load(None, ["task.name=mqar", "task.show_answers=false"]).run_id != "2cb994e6b2b2"

@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "workbench"
 FORBIDDEN = [  # (importer, imported): prefixes of dotted module names
     ("workbench.models", "workbench.tasks"),
     ("workbench.store", "workbench.models"),
+    ("workbench.models", "workbench.circuits"),  # the causal tools build on the models, never the reverse
 ]
 
 

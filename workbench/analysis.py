@@ -16,7 +16,7 @@ from .damage import safetensors_problem
 from .errors import ConfigError, DamagedRun, check
 from .evaluate import length_curve, length_rows
 from .reports import entropy_layer_means
-from .run_files import COMPLETED, MODEL
+from .run_files import COMPLETED, MODEL, SNAPSHOT_WEIGHTS
 from .store import Run, open_run
 from .typed import _coerce
 
@@ -24,13 +24,20 @@ MAX_EXAMPLES = 100  # answers shown per length: a list to read, not an evaluatio
 MAX_OFFSETS = 64  # one evaluation pass each: a sweep to read, not a grid search
 
 
-def load_model(run: Run, checkpoint: str = MODEL):
-    """(model, task) with the run's final weights, in eval mode."""
+def load_model(run: Run, checkpoint: str = MODEL, step: int | None = None):
+    """(model, task) with the run's final weights, or with those it saved at snapshot `step`
+    (probes.weights=true), in eval mode."""
     from safetensors.torch import load_file
 
     from .models import build_model
     from .tasks import build_task
 
+    if step is not None:
+        checkpoint = f"{SNAPSHOT_WEIGHTS}/step_{int(step):07d}.safetensors"
+        if not (run.path / checkpoint).exists():
+            steps = run.weight_steps()
+            raise ConfigError("step", step, "no weights saved at this step; choose one of: " + ", ".join(map(str, steps))
+                              if steps else "this run saved no weights at its snapshots (train it with probes.weights=true)")
     weights = run.path / checkpoint
     status = run.status()
     if not weights.exists() and status.get("status") == COMPLETED:

@@ -105,14 +105,17 @@ class ProbeConfig:
     snapshots: bool = setting(True, "store attention maps of the probe examples (the Attention page's slider)")
     snapshot_examples: int = setting(1, "attention maps stored per snapshot")
     snapshot_every: int = setting(0, "steps between snapshots; 0: the same as every")
-    extra: list[str] = setting([], "further probes by name (spectral_norm, outliers, memorization, ...)")
+    extra: list[str] = setting([], "further probes by name (spectral_norm, outliers, memorization, heads, ...)")
+    weights: bool = setting(False, "also save the model's weights at every snapshot step, so a model can be "
+                                   "patched or probed as it was then (analysis.load_model(run, step=N))")
 
 
 # Settings added after runs were stored: left out of a run's identity while at their default, so the
 # runs stored before they existed keep their ids (and are fetched, not retrained).
 # (section, only for this task or None, key, default)
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
-                  ("model", None, "norm", "layernorm"), ("model", None, "mixer_options", {})]
+                  ("model", None, "norm", "layernorm"), ("model", None, "mixer_options", {}),
+                  ("probes", None, "weights", False)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 

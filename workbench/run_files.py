@@ -5,6 +5,7 @@ METRICS = "metrics.parquet"
 MODEL = "model.safetensors"
 CHECKPOINT = "checkpoint.safetensors"
 SNAPSHOTS = "snapshots"
+SNAPSHOT_WEIGHTS = "snapshots/weights"  # step_N.safetensors: the model at snapshot step N (probes.weights)
 LOCK = "run.lock"  # held by the process training the run (workbench/run_lock.py)
 
 METRIC_COLUMNS = ["step", "probe", "layer", "head", "length", "value"]

@@ -35,6 +35,7 @@ import pandas as pd
 from .damage import find_damage, is_empty_folder, read_json_file, safetensors_problem
 from .errors import ConfigError, DamagedRun
 from .run_files import CHECKPOINT, COMPLETED, CONFIG, FINISHED, METRIC_COLUMNS, METRICS, MODEL, STATUS  # noqa: F401
+from .run_files import SNAPSHOT_WEIGHTS
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -173,6 +174,11 @@ class Run:
 
     def snapshot_steps(self) -> list[int]:
         folder = self.path / "snapshots"
+        return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.safetensors")) if folder.exists() else []
+
+    def weight_steps(self) -> list[int]:
+        """Steps whose weights the run saved (probes.weights=true)."""
+        folder = self.path / SNAPSHOT_WEIGHTS
         return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.safetensors")) if folder.exists() else []
 
     def snapshot(self, step: int) -> tuple[dict, dict]:

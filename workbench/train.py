@@ -35,7 +35,7 @@ from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import build_model
 from .probes import ProbeContext, probe_names, run_probes
 from .memory import check_fits_in_memory
-from .run_files import LOCK
+from .run_files import LOCK, SNAPSHOT_WEIGHTS
 from .run_lock import run_lock
 from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
 from .tasks import build_task
@@ -333,6 +333,8 @@ class _Loop:
         self.rows += [{**r, "step": step} for r in result.rows]
         if result.arrays:
             self.save_snapshot(step, result.arrays)
+        if self.config.probes.weights and step % snapshot_every == 0:
+            save_snapshot_weights(self.run_, step, self.state.model)
         self.flush_metrics()
 
     def save_snapshot(self, step: int, arrays: dict) -> None:
@@ -369,6 +371,12 @@ def save_snapshot(run: Run, step: int, arrays: dict, tokens: torch.Tensor, vocab
     metadata = {"tokens": json.dumps(decoded), "step": json.dumps(step)}
     path = run.path / "snapshots" / f"step_{step:07d}.safetensors"
     atomic_save(path, lambda tmp: save_file(arrays, tmp, metadata=metadata))
+
+
+def save_snapshot_weights(run: Run, step: int, model) -> None:
+    """snapshots/weights/step_N.safetensors: the model's weights at step N, as model.safetensors holds them."""
+    weights = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    atomic_save(run.path / SNAPSHOT_WEIGHTS / f"step_{step:07d}.safetensors", lambda tmp: save_file(weights, tmp))
 
 
 def versions() -> dict:

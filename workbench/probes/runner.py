@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import attention, memorization, outliers, sparsity, spectral  # noqa: F401  (registration)
+from . import attention, heads, memorization, outliers, sparsity, spectral  # noqa: F401  (registration)
 from ..evaluate import eval_mode
 from .registry import PROBES, ProbeContext, ProbeResult
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from ...registry import Registry
@@ -69,7 +70,12 @@ class Mixer(nn.Module):
         if not self.hook_units.active:
             return y
         B, T, width = y.shape
-        return self.hook_units(y.reshape(B, T, count, width // count)).reshape(B, T, width)
+        result = self.hook_units(y.reshape(B, T, count, width // count)).reshape(B, T, width)
+        if result.stride() != y.stride():
+            # y's own memory layout (S4D and H3 hand on a transposed view): the layers after it then
+            # round exactly as in an unlistened forward, so listening changes no number
+            result = torch.empty_strided(y.shape, y.stride(), dtype=result.dtype, device=result.device).copy_(result)
+        return result
 
     def state_size(self, length: int) -> int:
         """Numbers a recurrent form of this mixer carries after `length` tokens (per sequence)."""

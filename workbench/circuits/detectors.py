@@ -1,0 +1,105 @@
+"""Head detectors: previous-token, duplicate-token and induction scores for every unit of every layer.
+
+The input is a random sequence of L distinct symbols followed by the same sequence (after a BOS,
+as the tasks' prompts start). For a query t in the second half the earlier copy of its token
+sits at t - L and the token that followed it at t - L + 1:
+
+    previous_token   mean weight from t to t - 1 (every t after the first symbol)
+    duplicate_token  mean weight from t to t - L (second half)
+    induction        mean weight from t to t - L + 1 (second half)
+
+Each unit's attention-like map is first row-normalized by its total |weight|, so every score lies
+in [0, 1] and scores of different mixers compare (for softmax attention this changes nothing):
+
+    attention, linear attention   one map per head, from hook_pattern; unit = head
+    mamba, s4d, h3                 one map per channel (attention_like_per_channel: the scan's implicit
+                                   attention, the SSM kernel, H3's q x kernel x k map); unit = channel
+    lstm, gru                      one input-gradient saliency map per layer (hook_pattern); unit = -1
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from ..evaluate import eval_mode
+from ..models.mixers import MixerContext
+
+DETECTORS = ("previous_token", "duplicate_token", "induction")
+
+
+def repeated_sequences(symbols: Tensor, n: int, length: int, seed: int = 0, bos: int | None = None) -> Tensor:
+    """(n, [1 +] 2 * length) token ids: `length` distinct symbols drawn from `symbols`, twice."""
+    if length > symbols.numel():
+        raise ValueError(f"length {length} needs at least that many distinct symbols; there are {symbols.numel()}")
+    generator = torch.Generator().manual_seed(seed)
+    first = symbols[torch.rand(n, symbols.numel(), generator=generator).argsort(dim=1)[:, :length]]
+    parts = ([torch.full((n, 1), bos)] if bos is not None else []) + [first, first]
+    return torch.cat(parts, dim=1)
+
+
+def unit_kind(mixer) -> str:
+    """'head', 'channel' or 'layer': what one attention-like map of this mixer stands for."""
+    if hasattr(mixer, "attention_like_per_channel"):
+        return "channel"
+    from ..models.mixers.rnn import RecurrentMixer
+
+    return "layer" if isinstance(mixer, RecurrentMixer) else "head"
+
+
+def unit_maps(model, tokens: Tensor, position_ids: Tensor | None = None) -> list[Tensor]:
+    """Per layer, (B, units, T, T) maps with rows normalized by their total |weight|."""
+    # a channel mixer's maps come from its input (the residual stream through its norm); the others'
+    # from their pattern hook, which only then computes a map
+    wanted = [f"blocks.{i}.hook_resid_pre" if unit_kind(block.mixer) == "channel" else f"blocks.{i}.mixer.hook_pattern"
+              for i, block in enumerate(model.blocks)]
+    with eval_mode(model), torch.no_grad():
+        _, cache = model.run_with_cache(tokens, position_ids, names=wanted)
+        context = MixerContext(model.encoding.positions(tokens, position_ids), model.encoding)
+        maps = []
+        for i, block in enumerate(model.blocks):
+            if unit_kind(block.mixer) == "channel":
+                x = block.norm_mixer(cache[f"blocks.{i}.hook_resid_pre"])
+                raw = block.mixer.attention_like_per_channel(x, context)
+            else:
+                raw = cache[f"blocks.{i}.mixer.hook_pattern"]
+            magnitude = raw.abs().float()
+            maps.append(magnitude / magnitude.sum(dim=-1, keepdim=True).clamp_min(1e-30))
+    return maps
+
+
+def detector_scores(maps: Tensor, length: int, start: int = 1) -> dict[str, Tensor]:
+    """{detector: (units,) score} from (B, units, T, T) maps of sequences whose first half begins at
+    `start` (1 after a BOS) and is `length` long."""
+    second = torch.arange(start + length, start + 2 * length)
+    queries = torch.arange(start + 1, start + 2 * length)
+    return {
+        "previous_token": maps[:, :, queries, queries - 1].mean(dim=(0, 2)),
+        "duplicate_token": maps[:, :, second, second - length].mean(dim=(0, 2)),
+        "induction": maps[:, :, second, second - length + 1].mean(dim=(0, 2)),
+    }
+
+
+def head_scores(model, tokens: Tensor, length: int, start: int = 1, position_ids: Tensor | None = None
+                ) -> pd.DataFrame:
+    """DataFrame(layer, unit, detector, score) for repeated sequences `tokens` (see repeated_sequences)."""
+    frames = []
+    for layer, maps in enumerate(unit_maps(model, tokens, position_ids)):
+        layer_wide = unit_kind(model.blocks[layer].mixer) == "layer"
+        for detector, score in detector_scores(maps, length, start).items():
+            units = [-1] if layer_wide else list(range(score.numel()))
+            frames.append(pd.DataFrame({"layer": layer, "unit": units, "detector": detector,
+                                        "score": score.double().numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def model_head_scores(model, symbols: Tensor, n: int = 16, length: int = 16, seed: int = 0,
+                      bos: int | None = 1) -> pd.DataFrame:
+    """head_scores on n fresh repeated sequences of `symbols` (token ids); position ids 0, 1, ... for
+    encodings that read the task's ids."""
+    length = min(length, symbols.numel())
+    tokens = repeated_sequences(symbols, n, length, seed, bos)
+    position_ids = None
+    if getattr(model.encoding, "uses_task_ids", False):
+        position_ids = torch.arange(tokens.shape[1]).expand_as(tokens)
+    return head_scores(model, tokens, length, start=0 if bos is None else 1, position_ids=position_ids)

@@ -1,0 +1,40 @@
+"""Head detector scores over training: induction, previous-token and duplicate-token scores of
+every unit (workbench.circuits.detectors), on 16 repeated random sequences of the task's own
+symbols, the same sequences at every step (a fixed seed).
+
+Rows: probe "induction_score", "previous_token_score" or "duplicate_token_score", layer, head =
+the unit. Attention and linear attention: one row per head. Mamba, S4D and H3 have hundreds of
+channels, so a layer gives two rows per score: head -1 the mean over its channels, head -2 its
+best channel's score. LSTM and GRU: one row per layer, head -1 (their saliency map is per layer).
+"""
+from __future__ import annotations
+
+import torch
+
+from .registry import Probe, ProbeResult, register_probe, row
+
+SEQUENCES, LENGTH, SEED = 16, 16, 20240917
+SPECIAL = 3  # PAD, BOS, EOS lead every task's vocabulary
+BEST_CHANNEL = -2
+
+
+@register_probe("heads")
+class HeadDetectors(Probe):
+
+    def __call__(self, model, batch, cache) -> ProbeResult:
+        from ..circuits.detectors import model_head_scores, unit_kind  # late: circuits sits above probes
+
+        vocab_size = model.embed.num_embeddings
+        if self.context is not None:
+            vocab_size = len(self.context.task.vocab)
+        symbols = torch.arange(SPECIAL, vocab_size)
+        scores = model_head_scores(model, symbols, SEQUENCES, LENGTH, SEED, bos=1)
+        rows = []
+        for (layer, detector), group in scores.groupby(["layer", "detector"], sort=True):
+            probe = f"{detector}_score"
+            if unit_kind(model.blocks[layer].mixer) == "channel":
+                rows.append(row(probe, group.score.mean(), int(layer), -1))
+                rows.append(row(probe, group.score.max(), int(layer), BEST_CHANNEL))
+            else:
+                rows += [row(probe, s, int(layer), int(u)) for u, s in zip(group.unit, group.score)]
+        return ProbeResult(rows)
