@@ -15,6 +15,11 @@ in [0, 1] and scores of different mixers compare (for softmax attention this cha
     mamba, s4d, h3                 one map per channel (attention_like_per_channel: the scan's implicit
                                    attention, the SSM kernel, H3's q x kernel x k map); unit = channel
     lstm, gru                      one input-gradient saliency map per layer (hook_pattern); unit = -1
+
+A fourth score, answer_induction, reads induction where a task asks for it, on the task's own
+samples (answer_induction_scores): a model trained only on `... @ x ... @ -> x` may match "the token
+after an '@'" without matching every token's earlier copy, and then scores on repeated random tokens
+say nothing of the circuit it did learn.
 """
 from __future__ import annotations
 
@@ -103,3 +108,43 @@ def model_head_scores(model, symbols: Tensor, n: int = 16, length: int = 16, see
     if getattr(model.encoding, "uses_task_ids", False):
         position_ids = torch.arange(tokens.shape[1]).expand_as(tokens)
     return head_scores(model, tokens, length, start=0 if bos is None else 1, position_ids=position_ids)
+
+
+# --- induction where a task asks for it --------------------------------------------------------
+def answer_sources(tokens: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(rows, queries, sources) of the samples whose first answer is predicted at a token seen before:
+    the query is that position, the source the token after the query token's latest earlier copy.
+    In the induction task's `... @ x ... @` the query is the last '@' and the source is x; in
+    associative recall, the queried key and its value."""
+    rows, queries, sources = [], [], []
+    for b in range(tokens.shape[0]):
+        answers = loss_mask[b].nonzero()
+        if not len(answers):
+            continue
+        t = int(answers[0])
+        earlier = (tokens[b, :t] == tokens[b, t]).nonzero()
+        if len(earlier):
+            rows.append(b)
+            queries.append(t)
+            sources.append(int(earlier[-1]) + 1)
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(queries, dtype=torch.long), torch.tensor(sources, dtype=torch.long)
+
+
+def answer_induction_scores(model, batch) -> pd.DataFrame:
+    """DataFrame(layer, unit, detector="answer_induction", score) on a task's own samples: each unit's
+    row-normalized weight from the first answer position to the token after the query token's earlier
+    copy (answer_sources), averaged over the samples that have one. Empty when none has."""
+    rows, queries, sources = answer_sources(batch.tokens, batch.loss_mask)
+    if not len(rows):
+        return pd.DataFrame(columns=["layer", "unit", "detector", "score"])
+    frames = []
+    for layer, maps in enumerate(unit_maps(model, batch.tokens[rows], _rows_of(batch.position_ids, rows))):
+        score = maps[torch.arange(len(rows)), :, queries, sources].mean(dim=0)  # (units,)
+        units = [-1] if unit_kind(model.blocks[layer].mixer) == "layer" else list(range(score.numel()))
+        frames.append(pd.DataFrame({"layer": layer, "unit": units, "detector": "answer_induction",
+                                    "score": score.double().numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _rows_of(position_ids: Tensor | None, rows: Tensor) -> Tensor | None:
+    return None if position_ids is None else position_ids[rows]

@@ -5,4 +5,5 @@ from .results import ExperimentResult  # noqa: F401
 from .verdicts import VERDICTS, Claim, Outcome, UntestedClaim  # noqa: F401
 from . import inside, lengthgen_recipes  # noqa: F401  (registration)
 from . import mixers  # noqa: F401  (registration: mimetic-recall, mqar-vs-width, copy-vs-length)
+from . import circuits  # noqa: F401  (registration: induction-heads)
 from .report import check_all, claim_lines, claims_table, provenance_line, render, write_report  # noqa: F401

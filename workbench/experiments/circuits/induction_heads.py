@@ -15,13 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...config import RunConfig
 from ...reports import model_series
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..mixers import common
 from ..mixers.common import MIXER_OVERRIDES
-from ..verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, Claim, Outcome, by_seeds, percent
-from . import ablation
+from ..verdicts import NOT_TESTED, PARTLY, REPRODUCED, Claim, Outcome, by_seeds, percent
+from .ablation import ablate_detected, chance
 
 TASK = ["task.name=induction", "task.min_length=8", "task.max_length=32", "task.alphabet=16"]
 # Attention-only blocks as in Olsson et al.'s small models (model.mlp_ratio=0; for Mamba its own
@@ -94,9 +93,9 @@ def induction_analyze(finished, fast):
                   if len(series["induction"]) else None}
         record["evaluations_apart"] = (None if accuracy_jump is None or detector_jump is None
                                        else abs(steps.index(accuracy_jump) - _index(steps, detector_jump)))
-        record.update(ablation.ablate_detected(run, seed=labels["seed"], samples=64 if fast else 512))
+        record.update(ablate_detected(run, seed=labels["seed"], samples=64 if fast else 512))
         runs.setdefault(labels["mixer"], {})[str(labels["seed"])] = record
-    summary = {"every": 2 if fast else EVERY, "steps": 4 if fast else STEPS, "chance": ablation.chance(finished),
+    summary = {"every": 2 if fast else EVERY, "steps": 4 if fast else STEPS, "chance": chance(finished),
                "runs": runs, "headline": _headline(runs)}
     return pd.DataFrame(rows), summary
 
