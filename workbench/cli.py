@@ -9,6 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from .cli_circuits import add_circuits_commands, cmd_heads, cmd_lens, cmd_patch
 from .errors import ConfigError, MissingSystemPackage, SweepFailed
 from .store import REPO_ROOT
 from .figures.export import FIGURES
@@ -22,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description="Train small sequence models and see inside them.")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_commands in (_add_run_commands, _add_eval_length, _add_task_commands, _add_experiment_commands,
-                         _add_export, _add_interop, _add_demo_and_app):
+                         add_circuits_commands, _add_export, _add_interop, _add_demo_and_app):
         add_commands(sub)
     return parser
 
@@ -126,7 +127,8 @@ def _add_export(sub) -> None:
     p.add_argument("--head", type=int, default=0, help="--figure attention: which head (default 0)")
     p.add_argument("--step", type=int, default=None,
                    help="attention figures: the snapshot at this training step (default: the last); "
-                        "neuron-activity: draw only this step (default: a few spread over training)")
+                        "neuron-activity: draw only this step (default: a few spread over training); "
+                        "patching, heads, logit-lens: the weights saved at this step (probes.weights=true)")
     p.add_argument("--length", type=int, default=None,
                    help="attention figures: the final model on a fresh sample of this test length, not a snapshot")
     p.add_argument("--example", type=int, default=0,
@@ -460,7 +462,9 @@ def cmd_app(args) -> int:
 
 COMMANDS = {"train": cmd_train, "sweep": cmd_sweep, "runs": cmd_runs, "show": cmd_show, "eval-length": cmd_eval_length,
             "task": cmd_task, "experiment": cmd_experiment, "export": cmd_export, "export-model": cmd_export_model,
-            "import-model": cmd_import_model, "demo": cmd_demo, "app": cmd_app}
+            "import-model": cmd_import_model, "demo": cmd_demo, "app": cmd_app,
+            "patch": lambda args: cmd_patch(args, _print_json), "heads": lambda args: cmd_heads(args, _print_json),
+            "lens": lambda args: cmd_lens(args, _print_json)}
 
 
 def main(argv: list[str] | None = None) -> int:

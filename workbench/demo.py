@@ -82,6 +82,11 @@ def demos() -> list[Demo]:
         Demo("copy, Mamba", "Length generalization",
              "a Mamba model of the same width, trained as long, copies short strings and none of 24 symbols",
              _recipe_config("copy-vs-length", mixer="mamba")),
+        Demo("induction circuit, attention", "Circuits",
+             "the induction-heads recipe's attention seed 0: patching finds the answer carried from the symbol "
+             "after the first '@' to the last '@' by the second layer's heads, whose answer-induction score "
+             "jumps as accuracy does",
+             _recipe_config("induction-heads", mixer="attention")),
     ]
 
 
@@ -122,6 +127,19 @@ def _sparsifies(runs: list[Run]) -> tuple[bool, str]:
     return last <= 0.75 * first, f"nonzero share {first:.2f} -> {last:.2f}"
 
 
+def _induction_circuit_forms(runs: list[Run]) -> tuple[bool, str]:
+    from .circuits.views import heads_over_training
+
+    scores = heads_over_training(runs[0])
+    answer = scores[scores.probe == "answer_induction_score"].groupby("step")["value"].max()
+    accuracy = length_table(runs[0].metrics()).get(-1)
+    accuracy = float(accuracy) if accuracy is not None else runs[0].status().get("exact_match", 0.0)
+    final = float(answer.iloc[-1]) if len(answer) else 0.0
+    return final >= 0.5 and len(runs[0].weight_steps()) > 1, (
+        f"best answer-induction score {float(answer.iloc[0]) if len(answer) else 0:.2f} at the start, {final:.2f} "
+        f"at the end; weights saved at steps {runs[0].weight_steps()}")
+
+
 def _attention_copies_mamba_not(runs: list[Run]) -> tuple[bool, str]:
     attention, mamba = (length_table(run.metrics()) for run in runs)
     return (attention.get(24, 0) >= 0.9 and mamba.get(24, 0) <= 0.1,
@@ -141,6 +159,8 @@ CHECKS = [
     DemoCheck("the MLP sparsifies during training", ("lazy neurons, MLP width 128",), _sparsifies),
     DemoCheck("attention copies 24 symbols where Mamba copies none", ("copy, attention", "copy, Mamba"),
               _attention_copies_mamba_not),
+    DemoCheck("an induction head forms and the run keeps the weights to patch it at its snapshots",
+              ("induction circuit, attention",), _induction_circuit_forms),
 ]
 
 
@@ -156,7 +176,7 @@ def shipped_demo_runs() -> dict[str, Run]:
 
 
 PAGE_FILES = {"Attention": "pages/3_Attention.py", "Dynamics": "pages/4_Dynamics.py",
-              "Length generalization": "pages/5_Length_generalization.py"}  # the dashboard's pages, from app/
+              "Length generalization": "pages/5_Length_generalization.py", "Circuits": "pages/8_Circuits.py"}  # the dashboard's pages, from app/
 
 
 def demo_guide() -> list[dict]:

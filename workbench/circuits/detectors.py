@@ -33,6 +33,14 @@ from ..models.mixers import MixerContext
 DETECTORS = ("previous_token", "duplicate_token", "induction")
 
 
+SPECIAL = 3  # PAD, BOS, EOS lead every task's vocabulary
+
+
+def task_symbols(vocab_size: int) -> Tensor:
+    """The ids of a task's own symbols: every id after PAD, BOS and EOS."""
+    return torch.arange(SPECIAL, vocab_size)
+
+
 def repeated_sequences(symbols: Tensor, n: int, length: int, seed: int = 0, bos: int | None = None) -> Tensor:
     """(n, [1 +] 2 * length) token ids: `length` distinct symbols drawn from `symbols`, twice."""
     if length > symbols.numel():

@@ -127,8 +127,16 @@ PAIR_RECIPES: dict[str, Callable] = {
 }
 
 
-def patching_pairs(task, n: int, seed: int = 0, length: int | None = None) -> Pairs:
-    """n clean/corrupted pairs of `task` at one length (default: the longest trained), seeded."""
+ALIGN_DRAWS = 64  # at most this many candidates per pair are drawn to find pairs that align
+
+
+def patching_pairs(task, n: int, seed: int = 0, length: int | None = None, aligned: bool = True) -> Pairs:
+    """n clean/corrupted pairs of `task` at one length (default: the longest trained), seeded.
+
+    aligned=True keeps only pairs corrupted at the same first position (the most common one among
+    up to ALIGN_DRAWS x n candidates): where the trigger or the queried pair sits differs from sample
+    to sample, and a per-position patching map averaged over unaligned pairs smears each effect
+    over every position it can take. Fewer than n pairs come back when too few align."""
     recipe = PAIR_RECIPES.get(task.name)
     if recipe is None:
         raise ConfigError("task.name", task.name, "has no patching pairs; choose one of: " + ", ".join(PAIR_RECIPES))
@@ -136,10 +144,23 @@ def patching_pairs(task, n: int, seed: int = 0, length: int | None = None) -> Pa
         raise ConfigError("n", n, "expected at least 1 pair")
     generator = torch.Generator().manual_seed(seed)
     length = task.train_lengths()[1] if length is None else length
-    batch = task.sample(n, generator, length=length, train=False)
+    batch = task.sample(n * ALIGN_DRAWS if aligned else n, generator, length=length, train=False)
     corrupted, answer_position, wrong = recipe(task, batch, generator)
-    answer = batch.targets[rows(n), answer_position]
-    return Pairs(batch.tokens, corrupted, batch.position_ids, answer_position, answer, wrong)
+    answer = batch.targets[rows(len(batch)), answer_position]
+    keep = _aligned(batch.tokens, corrupted, answer_position, n) if aligned else torch.arange(n)
+    ids = None if batch.position_ids is None else batch.position_ids[keep]
+    return Pairs(batch.tokens[keep], corrupted[keep], ids, answer_position[keep], answer[keep], wrong[keep])
+
+
+def _aligned(clean: Tensor, corrupted: Tensor, answer_position: Tensor, n: int) -> Tensor:
+    """Indices of up to n pairs whose first differing position (before the answer) and answer
+    position are the most common such combination."""
+    before = torch.arange(clean.shape[1])[None, :] < answer_position[:, None]
+    differs = (clean != corrupted) & before
+    first = torch.where(differs.any(dim=1), differs.float().argmax(dim=1), torch.full_like(answer_position, -1))
+    key = first * clean.shape[1] + answer_position
+    common = torch.mode(key).values
+    return (key == common).nonzero()[:n, 0]
 
 
 def _first_symbol(task, prefix: str, letters: bool = True) -> str:

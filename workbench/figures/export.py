@@ -86,7 +86,9 @@ def export_path(out: str | None, default_name: str, folder: str | Path = DEFAULT
 
 # --- figures of one run by name (`workbench export RUN --figure NAME`) ----------------------------
 FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activity", "length", "entropy-length",
-           "entropy-length-normalized", "memorization", "loss")
+           "entropy-length-normalized", "memorization", "loss", "patching", "heads", "heads-over-training",
+           "logit-lens")
+CIRCUITS_FIGURES = FIGURES[-4:]  # the circuits views (workbench.circuits.views); --step picks a snapshot's weights
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None, example: int = 0,
@@ -97,6 +99,8 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
         if value is not None and figure not in ("attention", "attention-grid"):
             raise ConfigError(flag, value, "only the attention figures read a fresh sample "
                                            "(--figure attention or attention-grid)")
+    if figure in CIRCUITS_FIGURES:
+        return circuits_figure(run, figure, step)
     if figure == "attention":
         return run_figures.run_attention(run, layer, head, step, example, length, offset)
     if figure == "attention-grid":
@@ -113,6 +117,20 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
     if probe is None:
         raise ConfigError("--figure", figure, choices=FIGURES)
     return run_figures.run_metric(run, probe)
+
+
+def circuits_figure(run, figure: str, step: int | None = None):
+    from ..circuits import views
+    from . import circuits
+
+    if figure == "patching":
+        view = views.run_patching(run, step)
+        return circuits.patching_heatmap(view.sweep, "resid_pre", view.clean_tokens)
+    if figure == "heads":
+        return circuits.unit_scores_heatmap(views.run_heads(run, step))
+    if figure == "heads-over-training":
+        return circuits.detector_scores_over_training(views.heads_over_training(run))
+    return circuits.logit_lens_figure(views.run_lens(run, step)[0])
 
 
 def export_run_figure(run_id: str, figure: str, out: str | None = None, width: int | None = None,

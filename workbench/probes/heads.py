@@ -12,12 +12,10 @@ best channel's score. LSTM and GRU: one row per layer, head -1 (their saliency m
 from __future__ import annotations
 
 import pandas as pd
-import torch
 
 from .registry import Probe, ProbeResult, register_probe, row
 
 SEQUENCES, LENGTH, SEED = 16, 16, 20240917
-SPECIAL = 3  # PAD, BOS, EOS lead every task's vocabulary
 BEST_CHANNEL = -2
 
 
@@ -26,12 +24,12 @@ class HeadDetectors(Probe):
 
     def __call__(self, model, batch, cache) -> ProbeResult:
         # imported late: circuits sits above probes
-        from ..circuits.detectors import answer_induction_scores, model_head_scores, unit_kind
+        from ..circuits.detectors import answer_induction_scores, model_head_scores, task_symbols, unit_kind
 
         vocab_size = model.embed.num_embeddings
         if self.context is not None:
             vocab_size = len(self.context.task.vocab)
-        symbols = torch.arange(SPECIAL, vocab_size)
+        symbols = task_symbols(vocab_size)
         scores = pd.concat([model_head_scores(model, symbols, SEQUENCES, LENGTH, SEED, bos=1),
                             answer_induction_scores(model, batch)], ignore_index=True)
         rows = []

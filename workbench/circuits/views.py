@@ -1,0 +1,77 @@
+"""The circuits tools applied to a stored run, at its end or at a training snapshot: what the CLI
+(`workbench patch`, `workbench heads`, `workbench lens`), the Circuits page, notebook 08 and figure
+export all call, so the four faces show the same numbers.
+
+A snapshot step needs the weights the run saved there (trained with probes.weights=true); `step=None`
+is the final model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..analysis import load_model
+from ..evaluate import eval_generator
+from .detectors import answer_induction_scores, model_head_scores, task_symbols
+from .lens import direct_logit_attribution, logit_lens
+from .pairs import Pairs, patching_pairs
+from .patching import patching_sweep
+
+DETECTOR_PROBES = ("induction_score", "previous_token_score", "duplicate_token_score", "answer_induction_score")
+
+
+@dataclass
+class PatchingView:
+    sweep: pd.DataFrame  # workbench.circuits.patching COLUMNS
+    pairs: Pairs
+    clean_tokens: list[str]  # the first pair, decoded, for axis labels
+    corrupted_tokens: list[str]
+    answer: str
+    wrong: str
+
+
+def run_patching(run, step: int | None = None, n: int = 32, seed: int = 0,
+                 components=("resid_pre", "mixer_out", "mlp_out", "units"), unit_groups: int | None = 8) -> PatchingView:
+    """Patch every (layer, position, component, unit) of the run's model on n clean/corrupted pairs of its task."""
+    model, task = load_model(run, step=step)
+    pairs = patching_pairs(task, n, seed)
+    components = [c for c in components if c != "mlp_out" or any(b.mlp is not None for b in model.blocks)]
+    sweep = patching_sweep(model, pairs, components, unit_groups)
+    return PatchingView(sweep, pairs, _symbols(task, pairs.clean[0]), _symbols(task, pairs.corrupted[0]),
+                        task.vocab.symbols[int(pairs.answer[0])], task.vocab.symbols[int(pairs.wrong[0])])
+
+
+def run_heads(run, step: int | None = None, n: int = 64, seed: int = 0) -> pd.DataFrame:
+    """Every detector's score for every (layer, unit): the three on repeated random sequences of the
+    task's symbols and answer_induction on n of the task's own samples."""
+    model, task = load_model(run, step=step)
+    symbols = task_symbols(len(task.vocab))
+    samples = task.sample(n, eval_generator(seed), train=False)
+    return pd.concat([model_head_scores(model, symbols, seed=seed), answer_induction_scores(model, samples)],
+                     ignore_index=True)
+
+
+def heads_over_training(run) -> pd.DataFrame:
+    """The `heads` probe's rows from the run's metrics: step, probe, layer, head, value (empty
+    when the run was trained without probes.extra=heads)."""
+    metrics = run.metrics()
+    return metrics[metrics.probe.isin(DETECTOR_PROBES)].reset_index(drop=True)
+
+
+def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logit lens, direct logit attribution) of the answer against the corrupted pairs' answer,
+    on n clean prompts of the run's task."""
+    model, task = load_model(run, step=step)
+    pairs = patching_pairs(task, n, seed)
+    args = (model, pairs.clean, pairs.answer_position, pairs.answer, pairs.wrong)
+    return (logit_lens(*args, position_ids=pairs.position_ids),
+            direct_logit_attribution(*args, position_ids=pairs.position_ids))
+
+
+def steps_with_weights(run) -> list[int]:
+    return run.weight_steps()
+
+
+def _symbols(task, ids) -> list[str]:
+    return [task.vocab.symbols[int(i)] for i in ids]
