@@ -235,7 +235,8 @@ def test_attention_has_no_state_hook():
 @pytest.mark.parametrize("positions, message", [
     (10, r"positions: invalid value 10; positions in \[-10, 10\)"),
     ([0, -11], r"positions: invalid value -11; positions in \[-10, 10\)"),
-    (torch.tensor([1, 2, 12]), r"positions: invalid value 12; positions in \[-10, 10\) \(sequence length 10; example 2\)"),
+    (torch.tensor([1, 2, 12]),
+     r"positions: invalid value 12; positions in \[-10, 10\) \(sequence length 10; example 2\)"),
     (torch.tensor([1, 2]), r"one integer position per example, shape \(3,\)"),
     (1.5, r"positions: invalid value 1.5; an int, a list of ints or a slice of positions"),
 ])
