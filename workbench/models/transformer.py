@@ -9,7 +9,8 @@ Hook points, by name: `blocks.{i}.hook_resid_pre`, `blocks.{i}.mixer.hook_patter
 projection), `blocks.{i}.mixer.hook_scores`, `hook_q`, `hook_k`, `hook_v` (attention),
 `blocks.{i}.hook_mixer_out` (what the mixer adds to the residual stream), `blocks.{i}.mlp.hook_post`
 (activations after the nonlinearity), `blocks.{i}.hook_mlp_out` (what the MLP adds; blocks with an
-MLP), `blocks.{i}.hook_resid_post`.
+MLP), `blocks.{i}.hook_resid_post`, and `blocks.{i}.mixer.hook_state` for the mixers with a recurrent
+state (the state after every token; a listener can patch it, see mixers/state.py).
 """
 from __future__ import annotations
 

@@ -6,6 +6,11 @@ its output split into units before the output projection, (B, T, U, width): head
 linear attention (width = head dimension), channels for Mamba, S4D, H3, LSTM and GRU (width 1).
 A listener that returns a tensor from `hook_units` changes the mixer's output (zero a head, patch a
 channel), which is what the circuits tools (workbench.circuits) build on.
+
+A mixer with a recurrent state (has_state: Mamba, S4D, H3, LSTM, GRU, linear attention) also owns
+`hook_state`: only while someone listens, it steps its recurrence and hands the trajectory
+(B, T, *state) to the hook; a listener that returns a changed trajectory patches the state there and
+the recurrence continues from it (state.py). Each mixer's docstring gives its state's layout.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ class Mixer(nn.Module):
     # checked by the config, shown by the Train form, and read here as self.options.NAME, so a new
     # mixer with new settings is one file and one registry line.
     Options: type | None = None
+    # Whether the mixer carries a recurrent state and so owns `hook_state` (see state.py)
+    has_state = False
 
     def __init__(self, config, layer_index: int):
         super().__init__()
@@ -44,6 +51,8 @@ class Mixer(nn.Module):
         self.options = self.options_of(config)
         self.hook_pattern = HookPoint()
         self.hook_units = HookPoint()
+        if self.has_state:
+            self.hook_state = HookPoint()
 
     @classmethod
     def options_of(cls, config):

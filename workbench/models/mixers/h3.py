@@ -11,6 +11,11 @@ Attention-like map: per channel d, y_t = sum_s M[t, s] v_s with
     M[t, s] = q_t * (K_diag[t - s] + D [t = s]) * k~_s,
 the gates folded in, so the map depends on the input and reproduces the layer exactly (before
 out_proj). `hook_pattern` receives |M| averaged over channels (H = 1).
+
+`hook_state` (only while listened to) receives the diagonal SSM's state on its input k~ * v, laid
+out as S4D's (s4d.py): (B, T, d_model, d_state // 2, 2), real and imaginary parts. A listener that
+changes it at a position patches the state there and the recurrence continues from it. The shift
+SSM's state, the last d_state values of k, is not part of it: it depends on the inputs alone.
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from .s4d import DiagonalSSM, causal_convolution
 @register_mixer("h3")
 class H3(Mixer):
     settings = ("d_state",)
+    has_state = True
+
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d = config.d_model
@@ -45,7 +52,11 @@ class H3(Mixer):
         q, shifted, v = self.gates(x)
         if self.hook_pattern.active:
             self.hook_pattern(self._mean_magnitude(q, shifted))
-        y = q * self.diagonal(shifted * v)
+        u = shifted * v
+        mixed = self.diagonal(u)
+        if self.hook_state.active:
+            mixed = self.diagonal.listened(self.hook_state, mixed, u)
+        y = q * mixed
         return self.out_proj(self.units(y.transpose(1, 2), y.shape[1]))
 
     def _map(self, q: Tensor, shifted: Tensor) -> Tensor:

@@ -14,6 +14,13 @@ Both feature maps are positive (1 + x + x^2/2 > 0), so the normalizer never chan
 Positions come from the model's additive encodings only: rotary and bias encodings act on
 softmax attention. `hook_pattern` gets the normalized map (B, H, T, T); as for attention, a
 listener that returns a map changes the output.
+
+`hook_state` (only while listened to) receives S_t and z_t after every token packed in one tensor,
+(B, T, H, F, head_dim + 1): [..., :head_dim] is S_t, [..., head_dim] is z_t (F features of phi).
+Packed so, one step is a single update, [S | z] += phi(k_t) [v_t | 1]^T. A listener that changes it
+at a position patches the state there and the recurrent form continues from it (mixers/state.py).
+The states come from the layer's own queries and keys: a map returned to `hook_pattern` does not
+change them.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from torch import Tensor
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import causal_mask
+from .state import through_state_hook
 
 BASED_QK_DIM = 16  # Based uses a small query/key dimension so the d'^2 features stay cheap
 EPS = 1e-6  # keeps 0/0 out when elu(x) + 1 underflows
@@ -46,6 +54,7 @@ def feature_size(name: str, qk_dim: int) -> int:
 @register_mixer("linear_attention")
 class LinearAttention(Mixer):
     settings = ("n_heads", "feature_map")
+    has_state = True
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads
@@ -71,7 +80,25 @@ class LinearAttention(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         phi_q, phi_k, v = self.features(x)
         mixed = self.hook_pattern(normalized_map(phi_q, phi_k)) @ v
+        if self.hook_state.active:
+            mixed = self.listened_state(mixed.transpose(1, 2), phi_q, phi_k, v).transpose(1, 2)
         return self.merge(mixed)
+
+    def listened_state(self, mixed: Tensor, phi_q: Tensor, phi_k: Tensor, v: Tensor) -> Tensor:
+        """mixed (B, T, H, head_dim) after `hook_state` saw (and perhaps patched) [S | z]."""
+        values = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [v_t | 1]: (B, H, T, head_dim + 1)
+
+        def step(state: Tensor, t: int) -> Tensor:
+            return state + phi_k[:, :, t, :, None] * values[:, :, t, None, :]
+
+        def readout(state: Tensor, t: int) -> Tensor:
+            numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], state[..., :self.head_dim])
+            normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], state[..., self.head_dim])
+            return numerator / (normalizer[..., None] + EPS)
+
+        B, H, _, features = phi_k.shape
+        initial = v.new_zeros(B, H, features, self.head_dim + 1)
+        return through_state_hook(self.hook_state, mixed, initial, step, readout)
 
     def recurrent(self, x: Tensor, context: MixerContext | None = None) -> Tensor:
         """The same layer one token at a time, carrying only S and z."""

@@ -13,6 +13,12 @@ as |alpha| over the d_inner channels: one map per layer, H = 1. The full per-cha
 and the projections, as the hidden attention of Ali et al. 2024 (arXiv 2403.01590) does; it is for
 observation (listeners cannot replace it).
 
+`hook_state` (only while listened to) receives the scan's state h_t for every position,
+(B, T, d_inner, d_state), with h_t = exp(delta_t A) h_{t-1} + delta_t u_t B_t and
+y_t = C_t . h_t + D u_t. A listener that changes it at a position patches the state there and the
+scan continues from it (mixers/state.py). The convolution's window of the last d_conv - 1 inputs,
+also carried by a recurrent Mamba, is not part of it: it depends on the inputs alone.
+
 The scan is workbench.kernels.selective_scan: the Triton kernel on CUDA tensors, on CPU tensors the
 stepwise scan with a hand-written backward, the fastest CPU form at these sizes (kernels/scan_stepwise.py).
 """
@@ -28,6 +34,7 @@ from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import set_linear
 from .implicit_attention import implicit_attention, implicit_attention_magnitude
+from .state import through_state_hook
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # the reference init's range for delta at init
 
@@ -46,6 +53,7 @@ def inverse_softplus(y: Tensor) -> Tensor:
 @register_mixer("mamba")
 class Mamba(Mixer):
     settings = ("d_state", "d_conv", "expand", "ssm_init")
+    has_state = True
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.d_state = config.d_model, config.d_state
@@ -117,7 +125,22 @@ class Mamba(Mixer):
         if self.hook_pattern.active:
             self.hook_pattern(implicit_attention_magnitude(delta, A, B, C))
         y = scan(u, delta, A, B, C, self.D).transpose(1, 2)
+        if self.hook_state.active:
+            y = self.listened_state(y, u, delta, A, B, C)
         return self.out_proj(self.units(y * F.silu(z), self.d_inner))
+
+    def listened_state(self, y: Tensor, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
+        """y (B, T, d_inner) after `hook_state` saw (and perhaps patched) the scan's states."""
+
+        def step(h: Tensor, t: int) -> Tensor:
+            drive = (delta[:, :, t] * u[:, :, t])[:, :, None] * B[:, None, :, t]
+            return torch.exp(delta[:, :, t, None] * A) * h + drive
+
+        def readout(h: Tensor, t: int) -> Tensor:
+            return (h * C[:, None, :, t]).sum(dim=-1) + self.D * u[:, :, t]
+
+        initial = u.new_zeros(u.shape[0], self.d_inner, self.d_state)
+        return through_state_hook(self.hook_state, y, initial, step, readout)
 
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
         """(B, d_inner, T, T) signed alpha, one map per channel: y_t = sum_s alpha[t, s] u_s + D u_t."""

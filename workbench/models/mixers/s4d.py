@@ -9,6 +9,13 @@ The block: y = out_linear(GELU(ssm(x))) with a GLU, as the S4D example model.
 `hook_pattern` receives the Toeplitz kernel matrix M[t, s] = K[t - s] (+ D on the diagonal), so
 that y = M u exactly; |M| averaged over channels gives one map (H = 1). The map does not depend
 on the input, only on the weights.
+
+The same layer as a recurrence, per channel and complex mode n (B folded into the state's input):
+    x_t = exp(dt A_n) x_{t-1} + (exp(dt A_n) - 1) / A_n u_t,    y_t = 2 Re( sum_n C_n x_t ) + D u_t
+`hook_state` (only while listened to) receives x_t for every position as real numbers,
+(B, T, d_model, d_state // 2, 2), the last axis the real and imaginary parts (torch.view_as_real).
+A listener that changes it at a position patches the state there and the recurrence continues from
+it (mixers/state.py); without a change the convolution's output is used as it is.
 """
 from __future__ import annotations
 
@@ -18,9 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..hooks import HookPoint
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import causal_mask, channel_mean_map
+from .state import through_state_hook
 
 DT_MIN, DT_MAX = 1e-3, 1e-1
 FFT_ABOVE = 256  # longer sequences convolve by FFT (O(T log T)); shorter ones by an exact Toeplitz product
@@ -67,6 +76,28 @@ class DiagonalSSM(nn.Module):
         T = u.shape[-1]
         return causal_convolution(u, self.kernel(T)) + self.D[:, None] * u
 
+    def recurrence(self, u: Tensor):
+        """(initial, step, readout) of the recurrent form on input u (B, channels, T), with the state
+        as real numbers (B, channels, half, 2), for mixers/state.py."""
+        dt = torch.exp(self.log_dt)[:, None]
+        A = torch.complex(-torch.exp(self.log_A_real), self.A_imag)
+        decay = torch.exp(A * dt)  # (channels, half)
+        gain = (decay - 1.0) / A
+        C = torch.view_as_complex(self.C.contiguous())
+
+        def step(h: Tensor, t: int) -> Tensor:
+            return torch.view_as_real(decay * torch.view_as_complex(h) + gain * u[:, :, t, None])
+
+        def readout(h: Tensor, t: int) -> Tensor:
+            return 2.0 * (C * torch.view_as_complex(h)).sum(dim=-1).real + self.D * u[:, :, t]
+
+        initial = u.new_zeros(u.shape[0], *self.C.shape)
+        return initial, step, readout
+
+    def listened(self, hook: HookPoint, outputs: Tensor, u: Tensor) -> Tensor:
+        """outputs (B, channels, T) of forward(u) after `hook` saw (and perhaps patched) the states."""
+        return through_state_hook(hook, outputs.transpose(1, 2), *self.recurrence(u)).transpose(1, 2)
+
 
 def toeplitz(kernel: Tensor, T: int) -> Tensor:
     """(channels, L) causal kernel -> (channels, T, T) lower-triangular Toeplitz matrix."""
@@ -94,6 +125,8 @@ def causal_convolution(u: Tensor, kernel: Tensor) -> Tensor:
 @register_mixer("s4d")
 class S4D(Mixer):
     settings = ("d_state",)
+    has_state = True
+
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d = config.d_model
@@ -103,7 +136,11 @@ class S4D(Mixer):
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         if self.hook_pattern.active:
             self.hook_pattern(self.attention_like(x, context))
-        y = self.units(self.ssm(x.transpose(1, 2)).transpose(1, 2), x.shape[-1])
+        u = x.transpose(1, 2)
+        y = self.ssm(u)
+        if self.hook_state.active:
+            y = self.ssm.listened(self.hook_state, y, u)
+        y = self.units(y.transpose(1, 2), x.shape[-1])
         return F.glu(self.out(F.gelu(y)), dim=-1)
 
     def attention_like_per_channel(self, x: Tensor, context: MixerContext) -> Tensor:
