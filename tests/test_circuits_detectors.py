@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from workbench.circuits.detectors import detector_scores, head_scores, model_head_scores, repeated_sequences
+from workbench.circuits.detectors import (answer_induction_scores, answer_sources, detector_scores, head_scores,
+                                         model_head_scores, repeated_sequences)
 from workbench.config import RunConfig
 from workbench.models import build_model
 from workbench.probes.runner import run_probes
@@ -55,6 +56,36 @@ def test_a_forced_induction_map_scores_induction_only():
     assert scores["previous_token"] < 0.6  # only the first query of the second half also is t - 1
 
 
+def test_the_answer_source_of_an_induction_prompt_is_the_symbol_after_the_first_trigger():
+    _, task, _ = small()
+    batch = task.sample(8, torch.Generator().manual_seed(3), train=False)
+    rows, queries, sources = answer_sources(batch.tokens, batch.loss_mask)
+    assert torch.equal(rows, torch.arange(8))
+    assert (batch.tokens[rows, queries] == task.vocab["@"]).all()
+    assert torch.equal(sources, batch.meta["trigger"] + 2)  # BOS, then the context; the follower of '@'
+
+
+def test_a_map_on_the_answer_source_scores_answer_induction_one_and_a_uniform_map_far_less():
+    model, task, _ = small()
+    batch = task.sample(8, torch.Generator().manual_seed(3), train=False)
+    rows, queries, sources = answer_sources(batch.tokens, batch.loss_mask)
+    source_of = dict(zip(queries.tolist(), sources.tolist()))
+
+    def on_source(value, hook):  # every row: one-hot on the source of its sample's answer
+        out = torch.zeros_like(value)
+        for b, (t, s) in enumerate(zip(queries.tolist(), sources.tolist())):
+            out[b, :, :, 0] = 1.0
+            out[b, :, t, 0] = 0.0
+            out[b, :, t, s] = 1.0
+        return out
+
+    with model.hooks({"blocks.0.mixer.hook_pattern": on_source}):
+        scores = answer_induction_scores(model, batch)
+    assert (scores.score == 1.0).all() and set(scores.detector) == {"answer_induction"} and len(source_of) >= 1
+    uniform = answer_induction_scores(model, batch).score.max()  # an untrained model spreads its weight
+    assert uniform < 0.5
+
+
 def test_scores_of_a_uniform_map_are_one_over_the_row_length():
     maps = torch.tril(torch.ones(1, 1, 2 * L + 1, 2 * L + 1))
     maps = maps / maps.sum(-1, keepdim=True)
@@ -89,7 +120,8 @@ def test_the_heads_probe_records_metric_rows(mixer):
     batch = task.sample(4, torch.Generator().manual_seed(0))
     result = run_probes(model, batch, ["heads"], context=ProbeContext(task, config))
     probes = {r["probe"] for r in result.rows}
-    assert probes == {"induction_score", "previous_token_score", "duplicate_token_score"}
+    # induction prompts ask for induction at their answer, so the probe also scores it there
+    assert probes == {"induction_score", "previous_token_score", "duplicate_token_score", "answer_induction_score"}
     heads = {r["head"] for r in result.rows if r["layer"] == 1 and r["probe"] == "induction_score"}
     assert heads == {"attention": {0, 1}, "mamba": {-1, -2}, "gru": {-1}}[mixer]
     again = run_probes(model, batch, ["heads"], context=ProbeContext(task, config))

@@ -87,7 +87,9 @@ with heads_tab, support.errors_shown():
     if history.empty:
         st.info("This run recorded no detector scores during training (train with `probes.extra=heads`).")
     else:
-        detector = st.selectbox("over training", list(dict.fromkeys(history.probe)), key="circuits_detector")
+        recorded = list(dict.fromkeys(history.probe))
+        first = recorded.index("answer_induction_score") if "answer_induction_score" in recorded else 0
+        detector = st.selectbox("over training", recorded, index=first, key="circuits_detector")
         support.figure_view(figures.detector_scores_over_training(history, detector), "circuits_heads_training",
                             support.download_name(run.run_id, detector))
 

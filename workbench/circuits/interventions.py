@@ -210,9 +210,11 @@ def run_with_interventions(model: nn.Module, tokens: Tensor, interventions: Iter
         model.train(training)
 
 
-def mean_activation(model: nn.Module, tokens: Tensor, hook: str, position_ids: Tensor | None = None) -> Tensor:
+def mean_activation(model: nn.Module, tokens: Tensor, hook: str, position_ids: Tensor | None = None,
+                    keep: Tensor | None = None) -> Tensor:
     """The hooked value's mean over the batch and the positions, for mean_ablate: the per-position
-    slice (value.shape[2:]), or (H, 1, ...) for the head-first hooks, in eval mode without grad."""
+    slice (value.shape[2:]), or (H, 1, ...) for the head-first hooks, in eval mode without grad.
+    keep: (B, T) bool, the positions to average over (e.g. tokens != PAD in a padded batch)."""
     check_hooks(model, [Intervention(hook, "zero")])
     training = model.training
     model.eval()
@@ -222,5 +224,9 @@ def mean_activation(model: nn.Module, tokens: Tensor, hook: str, position_ids: T
     finally:
         model.train(training)
     axis = time_axis(hook)
-    mean = cache[hook].mean(dim=(0, axis), keepdim=True)[0]
+    value = cache[hook]
+    if keep is not None:
+        check(axis == 1, "keep", "a position mask", f"only for hooks whose positions are axis 1, not {hook}")
+        return value[keep].mean(dim=0)
+    mean = value.mean(dim=(0, axis), keepdim=True)[0]
     return mean[0] if axis == 1 else mean

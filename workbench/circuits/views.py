@@ -59,6 +59,32 @@ def heads_over_training(run) -> pd.DataFrame:
     return metrics[metrics.probe.isin(DETECTOR_PROBES)].reset_index(drop=True)
 
 
+def formation(run) -> dict[str, pd.Series]:
+    """How the run learned, on one step axis: eval loss, exact match and the best score of each
+    detector the `heads` probe recorded (over every layer and unit), each as step -> value."""
+    from ..reports import model_series
+
+    metrics = run.metrics()
+    series = {"loss": model_series(metrics, "eval_loss"), "exact_match": model_series(metrics, "exact_match")}
+    for probe in DETECTOR_PROBES:
+        rows = metrics[metrics.probe == probe]
+        series[probe.removesuffix("_score")] = rows.groupby("step")["value"].max().sort_index()
+    return series
+
+
+def jump_step(series: pd.Series) -> int | None:
+    """The step that ends the largest rise between consecutive readings (None: fewer than two)."""
+    if len(series) < 2:
+        return None
+    return int(series.diff().iloc[1:].idxmax())
+
+
+def formation_rows(run, **labels) -> list[dict]:
+    """formation(run) as tidy rows {**labels, metric, step, value} (the induction_over_training figure's table)."""
+    return [{**labels, "metric": metric, "step": int(step), "value": float(value)}
+            for metric, values in formation(run).items() for step, value in values.items()]
+
+
 def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(logit lens, direct logit attribution) of the answer against the corrupted pairs' answer,
     on n clean prompts of the run's task."""

@@ -3,8 +3,11 @@ a trained model, and as many random other units, and measure exact match each ti
 
 A unit is flagged when its answer-induction score is at least DETECTED (a third of its weight on the
 answer's source, where a uniform map over ~30 tokens puts ~3%); with none flagged, the best unit
-is. LSTM and GRU have one map per layer, so their unit is the whole layer and no other unit of the
-same kind is left to ablate at random (the random control then reads None).
+is. The random control draws as many unflagged units from the flagged units' own layers: units of
+other layers are not a control, since the circuit needs them too (in a 2-layer model the first
+layer's previous-token heads feed the induction heads, and ablating them breaks it as surely).
+Where a layer has no unflagged unit left, or the flagged unit is a whole layer (LSTM and GRU have
+one map per layer), the control reads None: there is nothing to compare with.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import torch
 
 from ...analysis import load_model
 from ...circuits.detectors import answer_induction_scores
+from ...circuits.interventions import intervened, mean_ablate, mean_activation
 from ...evaluate import eval_generator, exact_match
 
 DETECTED = 0.3
@@ -33,11 +37,12 @@ def flagged_units(scores) -> list[tuple[int, int]]:
 
 
 def random_units(model, flagged: list[tuple[int, int]], seed: int) -> list[tuple[int, int]] | None:
-    """As many (layer, unit) pairs as flagged, drawn from the units not flagged; None when a flagged
-    unit is a whole layer (RNNs) or too few others exist."""
+    """As many (layer, unit) pairs as flagged, drawn from the unflagged units of the flagged units'
+    layers; None when a flagged unit is a whole layer (RNNs) or too few others exist there."""
     if any(unit < 0 for _, unit in flagged):
         return None
-    pool = [(layer, unit) for layer in range(len(model.blocks)) for unit in range(unit_count(model, layer))
+    layers = sorted({layer for layer, _ in flagged})
+    pool = [(layer, unit) for layer in layers for unit in range(unit_count(model, layer))
             if (layer, unit) not in flagged]
     if len(pool) < len(flagged):
         return None
@@ -54,30 +59,16 @@ def unit_count(model, layer: int) -> int:
 
 def ablated_accuracy(model, task, units: list[tuple[int, int]], samples: int, seed: int) -> float:
     """Exact match with these units mean-ablated at every position: each replaced by its mean over the
-    reference samples' positions (a unit -1 is its layer's whole mixer output)."""
+    reference samples' real (non-padding) positions; a unit -1 is its layer's whole mixer output."""
     reference = task.sample(REFERENCE_SAMPLES, eval_generator(seed + 1), train=False)
-    hooks = {}
+    edits = []
     for layer in sorted({layer for layer, _ in units}):
         chosen = [unit for l, unit in units if l == layer]
-        name = f"blocks.{layer}.hook_mixer_out" if -1 in chosen else f"blocks.{layer}.mixer.hook_units"
-        with torch.no_grad():
-            _, cache = model.run_with_cache(reference.tokens, reference.position_ids, names=[name])
-        keep = reference.tokens != 0  # PAD positions would pull the mean toward padding
-        mean = cache[name][keep].mean(dim=0)  # (D,) or (U, width)
-        hooks[name] = _replacer(mean, None if -1 in chosen else chosen)
-    with model.hooks(hooks):
+        hook = f"blocks.{layer}.hook_mixer_out" if -1 in chosen else f"blocks.{layer}.mixer.hook_units"
+        mean = mean_activation(model, reference.tokens, hook, reference.position_ids, keep=reference.tokens != 0)
+        edits.append(mean_ablate(hook, mean, units=None if -1 in chosen else chosen))
+    with intervened(model, edits):
         return exact_match(model, task, samples, eval_generator(seed))[0]
-
-
-def _replacer(mean, units):
-    def replace(value, hook):
-        value = value.clone()
-        if units is None:
-            value[:] = mean
-        else:
-            value[:, :, units] = mean[units]
-        return value
-    return replace
 
 
 def ablate_detected(run, seed: int, samples: int) -> dict:

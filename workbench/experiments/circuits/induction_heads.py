@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...reports import model_series
+from ...circuits.views import formation, formation_rows, jump_step
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..mixers import common
 from ..mixers.common import MIXER_OVERRIDES
@@ -58,31 +58,12 @@ def induction_variants(fast: bool) -> list[Variant]:
     return out
 
 
-def jump_step(series: pd.Series) -> int | None:
-    """The step that ends the largest rise between consecutive readings (None: fewer than two)."""
-    if len(series) < 2:
-        return None
-    rises = series.diff().iloc[1:]
-    return int(rises.idxmax())
-
-
-def best_score(metrics: pd.DataFrame, detector: str) -> pd.Series:
-    """step -> the highest score of this detector over every layer and unit."""
-    rows = metrics[metrics.probe == f"{detector}_score"]
-    return rows.groupby("step")["value"].max().sort_index()
-
-
 def induction_analyze(finished, fast):
     rows, runs = [], {}
     for variant, run in finished:
         labels = variant.labels
-        metrics = run.metrics()
-        series = {"loss": model_series(metrics, "eval_loss"), "exact_match": model_series(metrics, "exact_match"),
-                  "answer_induction": best_score(metrics, "answer_induction"),
-                  "induction": best_score(metrics, "induction"),
-                  "previous_token": best_score(metrics, "previous_token")}
-        for metric, values in series.items():
-            rows += [{**labels, "metric": metric, "step": int(s), "value": float(v)} for s, v in values.items()]
+        series = formation(run)
+        rows += formation_rows(run, **labels)
         accuracy_jump, detector_jump = jump_step(series["exact_match"]), jump_step(series["answer_induction"])
         steps = list(series["exact_match"].index)
         record = {"final_accuracy": round(float(series["exact_match"].iloc[-1]), 4) if steps else None,
@@ -145,8 +126,9 @@ def share_rule(passed: dict, numbers: dict, undecided: str) -> Outcome:
 
 def _decide_ablation(summary: dict) -> Outcome:
     """Per attention seed that learned the task: mean-ablating the detected heads leaves at most
-    2 / alphabet exact match (twice chance), and ablating as many random other heads keeps at least
-    80% of the intact accuracy. Shared rule over the seeds."""
+    2 / alphabet exact match (twice chance), and ablating as many random unflagged heads of the same
+    layers keeps at least 80% of the intact accuracy; a seed with no unflagged head left in those
+    layers cannot tell. Shared rule over the seeds."""
     seeds = summary.get("runs", {}).get("attention", {})
     if summary.get("steps", 0) < STEPS:
         return Outcome(NOT_TESTED, {}, "the fast budget trains too few steps to have a circuit to ablate")
@@ -154,12 +136,19 @@ def _decide_ablation(summary: dict) -> Outcome:
     passed, numbers = {}, {}
     for seed, r in seeds.items():
         learned = r["final_accuracy"] is not None and r["final_accuracy"] >= LEARNED
-        ok = r["ablated_accuracy"] <= 2 * chance and r["random_ablated_accuracy"] >= 0.8 * r["intact_accuracy"]
-        passed[int(seed)] = ok if learned else None
-        numbers[int(seed)] = (f"intact {percent(r['intact_accuracy'])}, detected {r['detected']} ablated "
-                              f"{percent(r['ablated_accuracy'])}, random {r['random']} ablated "
-                              f"{percent(r['random_ablated_accuracy'])}")
-    return by_seeds(passed, numbers, undecided="the run never reached 90% accuracy")
+        control = r["random_ablated_accuracy"]
+        drops = r["ablated_accuracy"] <= 2 * chance
+        passed[int(seed)] = None if not learned or control is None else drops and control >= 0.8 * r["intact_accuracy"]
+        numbers[int(seed)] = (f"intact {percent(r['intact_accuracy'])}, detected {_units(r['detected'])} ablated "
+                              f"{percent(r['ablated_accuracy'])}, " + (
+                                  f"random {_units(r['random'])} ablated {percent(control)}" if control is not None
+                                  else "no unflagged head left in those layers"))
+    return by_seeds(passed, numbers, undecided="no unflagged head left in the detected heads' layers, or the run "
+                                               "never reached 90% accuracy")
+
+
+def _units(units) -> str:
+    return ", ".join(f"L{layer}h{unit}" for layer, unit in units)
 
 
 def induction_figure(result: ExperimentResult):
@@ -194,9 +183,11 @@ register_experiment(Experiment(
     variants=induction_variants, analyze=induction_analyze, figure=induction_figure,
     claims=[_together_claim("attention"),
             Claim("attention-ablation", "Mean-ablating the detected induction heads of the trained 2-layer attention "
-                  "model drops its in-context accuracy to chance; ablating as many random heads does not",
+                  "model drops its in-context accuracy to chance; ablating as many other heads of their layer does not",
                   OLSSON_2022, "ablating induction heads removes most in-context learning in small attention-only "
                   "models (Argument 3)", "paper",
-                  "per seed that reaches 90%: detected heads ablated <= 2 / alphabet exact match and random heads "
-                  "ablated >= 80% of the intact accuracy; then the shared rule over >= 3 seeds", _decide_ablation),
+                  "per seed that reaches 90%: detected heads (answer-induction score >= 0.3, else the best one) "
+                  "mean-ablated <= 2 / alphabet exact match, and as many random unflagged heads of the same layers "
+                  "ablated >= 80% of the intact accuracy (no unflagged head there: the seed cannot tell); then the "
+                  "shared rule over >= 3 seeds", _decide_ablation),
             *[_together_claim(mixer) for mixer in MIXERS[1:]]]))
