@@ -179,7 +179,7 @@ register_experiment(Experiment(
     description=f"2-layer attention-only models (d_model 64, 4 heads, fan_in init) of each mixer kind, "
                 f"{STEPS} steps (batch 64, lr 3e-3) on the induction task (8-32 context symbols, alphabet 16), "
                 f"attention seeds 0-9, other mixers 0-4: loss, exact match and the best induction score every "
-                f"{EVERY} steps; after training, the detected units mean-ablated against as many random ones.",
+                f"{EVERY} steps; after training, the detected units mean-ablated, against as many unflagged units of their layers.",
     variants=induction_variants, analyze=induction_analyze, figure=induction_figure,
     claims=[_together_claim("attention"),
             Claim("attention-ablation", "Mean-ablating the detected induction heads of the trained 2-layer attention "
