@@ -132,8 +132,6 @@ def _induction_circuit_forms(runs: list[Run]) -> tuple[bool, str]:
 
     scores = heads_over_training(runs[0])
     answer = scores[scores.probe == "answer_induction_score"].groupby("step")["value"].max()
-    accuracy = length_table(runs[0].metrics()).get(-1)
-    accuracy = float(accuracy) if accuracy is not None else runs[0].status().get("exact_match", 0.0)
     final = float(answer.iloc[-1]) if len(answer) else 0.0
     return final >= 0.5 and len(runs[0].weight_steps()) > 1, (
         f"best answer-induction score {float(answer.iloc[0]) if len(answer) else 0:.2f} at the start, {final:.2f} "
