@@ -42,6 +42,14 @@ def run_patching(run, step: int | None = None, n: int = 32, seed: int = 0,
                         task.vocab.symbols[int(pairs.answer[0])], task.vocab.symbols[int(pairs.wrong[0])])
 
 
+def effect_at(sweep: pd.DataFrame, component: str, layer: int, position: int) -> float:
+    """The fraction of the clean lead that patching `component` at (layer, position) recovers, summed
+    over its units (heads or channel groups: patched one at a time, their effects add up when the
+    units act independently)."""
+    rows = sweep[(sweep.component == component) & (sweep.layer == layer) & (sweep.position == position)]
+    return float(rows.effect.sum())
+
+
 def run_heads(run, step: int | None = None, n: int = 64, seed: int = 0) -> pd.DataFrame:
     """Every detector's score for every (layer, unit): the three on repeated random sequences of the
     task's symbols and answer_induction on n of the task's own samples."""
@@ -83,6 +91,11 @@ def formation_rows(run, **labels) -> list[dict]:
     """formation(run) as tidy rows {**labels, metric, step, value} (the induction_over_training figure's table)."""
     return [{**labels, "metric": metric, "step": int(step), "value": float(value)}
             for metric, values in formation(run).items() for step, value in values.items()]
+
+
+def formation_table(run, **labels) -> pd.DataFrame:
+    """formation_rows as a DataFrame, for figures.circuits.induction_over_training."""
+    return pd.DataFrame(formation_rows(run, **labels))
 
 
 def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
