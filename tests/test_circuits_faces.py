@@ -57,6 +57,8 @@ def test_patch_prints_every_layer_position_and_component(runs, in_store, capsys,
     assert {r["component"] for r in rows} == {"resid_pre", "mixer_out", "units"}  # no MLP: attention-only blocks
     assert {r["layer"] for r in rows} == {0, 1}
     assert len(out["clean"]) == len(out["corrupted"]) and out["answer"] != out["wrong"]
+    spans = out["unit_groups"]["1"]  # attention: one head per unit; GRU: 16 channels in 8 groups of 2
+    assert spans == ([[0, 1], [1, 2]] if mixer == "attention" else [[2 * g, 2 * g + 2] for g in range(8)])
 
 
 def test_patch_at_a_snapshot_step_and_the_text_table(runs, in_store, capsys):
@@ -104,9 +106,10 @@ def test_every_circuits_view_exports(runs, in_store, tmp_path, figure):
     assert out.read_text().lstrip().startswith(("<svg", "<?xml"))
 
 
-def test_the_circuits_page_shows_the_patching_heatmap_and_the_detectors(runs, in_store):
+@pytest.mark.parametrize("mixer", ["attention", "gru"])
+def test_the_circuits_page_shows_the_patching_heatmap_and_the_detectors(runs, in_store, mixer):
     app = AppTest.from_file(PAGE, default_timeout=120)
-    app.session_state[SELECTED_RUNS] = [runs["attention"]]
+    app.session_state[SELECTED_RUNS] = [runs[mixer]]
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     charts = app.get("plotly_chart")

@@ -44,12 +44,16 @@ def cmd_patch(args, print_json) -> int:
         _export(patching_heatmap(view.sweep, view.sweep.component.iloc[0], view.clean_tokens), args.out)
     if args.json:
         print_json({"clean": view.clean_tokens, "corrupted": view.corrupted_tokens, "answer": view.answer,
-                    "wrong": view.wrong, "rows": view.sweep.to_dict(orient="records")})
+                    "wrong": view.wrong, "rows": view.sweep.to_dict(orient="records"),
+                    "unit_groups": {str(k): v for k, v in view.sweep.attrs.get("unit_groups", {}).items()}})
         return 0
     print(f"pair 0: clean {' '.join(view.clean_tokens)} -> {view.answer}; corrupted {' '.join(view.corrupted_tokens)}"
           f" -> {view.wrong}")
     print("fraction of the clean logit difference recovered by patching the clean activation in (mean over pairs)")
     sweep = view.sweep
+    for layer, spans in sweep.attrs.get("unit_groups", {}).items():
+        if len(spans) and spans[0][1] - spans[0][0] > 1:  # channels patched in groups: say which
+            print(f"layer {layer} units are channel groups: " + ", ".join(f"{u}=[{a}, {b})" for u, (a, b) in enumerate(spans)))
     for component, part in sweep.groupby("component", sort=False):
         grid = part.pivot_table(index=["layer", "unit"], columns="position", values="effect").round(2)
         print(f"\n{component}\n" + grid.to_string(na_rep="·"))
