@@ -132,6 +132,20 @@ def _copy(states):
     return {"longest": 24, "exact_match_at_longest": {"attention": attention, "mamba": mamba}}
 
 
+def _induction(states):
+    from workbench.experiments.circuits.induction_heads import MIXERS, STEPS
+
+    def record(state):
+        passing = state == "pass"
+        return {"final_accuracy": 1.0, "accuracy_jump": 80, "detector_jump": 80 if passing else 200,
+                "evaluations_apart": 0 if passing else 6, "final_answer_induction": 1.0, "final_induction": 0.1,
+                "intact_accuracy": 1.0, "detected": [[1, 0]], "random": [[1, 1]],
+                "ablated_accuracy": 0.0 if passing else 0.9, "random_ablated_accuracy": 1.0}
+
+    runs = {mixer: {str(seed): record(state) for seed, state in enumerate(states)} for mixer in MIXERS}
+    return {"steps": STEPS, "every": 20, "chance": 1 / 16, "runs": runs}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
@@ -139,7 +153,8 @@ def summary_for(experiment, claim, states) -> dict:
     if name == "outliers":
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
-            "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy}[name](states)
+            "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
+            "induction-heads": _induction}[name](states)
 
 
 def _claims():
