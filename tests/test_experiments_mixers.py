@@ -7,18 +7,22 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from workbench.analysis import load_model
 from workbench.cli import main
 from workbench.evaluate import eval_generator, token_accuracy
 from workbench.experiments import EXPERIMENTS, get_experiment, run_experiment
 from workbench.experiments.mixers.common import steps_to_reach
+from workbench.experiments.mixers.markov_icl import MARKOV_LENGTH, excess_loss
 from workbench.experiments.mixers.mqar_vs_width import MQAR_EVAL_SAMPLES, TARGET_WIDTH
 from workbench.models import MIXERS
 from workbench.store import Run, data_root
+from workbench.tasks import build_task
+from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length")
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl")
 
 
 def test_the_mixer_experiments_are_registered():
@@ -82,6 +86,54 @@ def test_copy_vs_length_fast(data_dir):
     assert result.summary["mamba_state_fixed"]  # the same state at every length
     attention = table[table.mixer == "attention"].sort_values("length").state_size
     assert attention.is_monotonic_increasing and attention.nunique() > 1  # the cache grows
+
+
+def test_markov_icl_fast(data_dir):
+    result = run_experiment("markov-icl", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert list(table.columns) == ["mixer", "seed", "position", "excess_loss"]
+    assert set(table.mixer) == {"mamba", "attention", "lstm"} and sorted(table.position.unique()) == list(
+        range(1, MARKOV_LENGTH + 1))
+    assert {"excess_second_half", "uniform_gap_second_half", "parameters", "headline"} <= set(result.summary)
+    assert set(result.summary["excess_second_half"]) == {"mamba", "attention", "lstm"}
+    assert result.summary["uniform_gap_second_half"] > 0
+    assert {outcome.verdict for outcome in result.outcomes.values()} == {"not tested"}  # a few steps test nothing
+
+
+class _Counter(torch.nn.Module):
+    """A 'model' that predicts an order-1 chain from add-one (Laplace) counts of the transitions in its
+    context, written apart from the task's bayes_loss; uniform=True ignores the context instead."""
+
+    def __init__(self, task, uniform=False):
+        super().__init__()
+        self.states, self.vocab, self.uniform = task.params.states, len(task.vocab), uniform
+        self.first = task.vocab[symbol_names(task.params.states, "s")[0]]
+
+    def forward(self, tokens, position_ids=None):
+        B, T = tokens.shape
+        S, x = self.states, tokens - self.first  # x[:, t] is the symbol before target t (t >= 1)
+        counts = torch.zeros(B, S, S, dtype=torch.float64)
+        logits = torch.full((B, T, self.vocab), -math.inf, dtype=torch.float64)
+        rows = torch.arange(B)
+        for t in range(T):
+            if t >= 2:
+                counts[rows, x[:, t - 1], x[:, t]] += 1
+            if t == 0 or self.uniform:
+                probs = torch.full((B, S), 1 / S, dtype=torch.float64)
+            else:
+                seen = counts[rows, x[:, t]]
+                probs = (seen + 1) / (seen.sum(-1, keepdim=True) + S)
+            logits[:, t, self.first:self.first + S] = probs.log()
+        return logits
+
+
+def test_excess_loss_is_zero_for_laplace_counting_and_positive_for_the_uniform_predictor():
+    task = build_task("markov_icl", {"states": 3, "order": 1, "min_length": 32, "max_length": 32})
+    laplace = excess_loss(_Counter(task), task, 64, eval_generator(0, 32), 32)
+    assert laplace.shape == (32,) and laplace.abs().max() < 1e-9
+    uniform = excess_loss(_Counter(task, uniform=True), task, 64, eval_generator(0, 32), 32)
+    assert uniform[0].abs() < 1e-9 and uniform[16:].mean() > 0.05  # counting pays off once there is context
 
 
 @pytest.mark.parametrize("mixer", MIXERS.names())

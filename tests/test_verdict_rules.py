@@ -132,6 +132,13 @@ def _copy(states):
     return {"longest": 24, "exact_match_at_longest": {"attention": attention, "mamba": mamba}}
 
 
+def _markov(states):
+    """Every mixer's excess over Laplace is 2% of the uniform predictor's gap ('pass') or 30% ('fail')."""
+    excess = {str(seed): 0.2 * (0.02 if state == "pass" else 0.3) for seed, state in enumerate(states)}
+    return {"fast": False, "steps": 2000, "uniform_gap_second_half": 0.2,
+            "excess_second_half": {mixer: dict(excess) for mixer in ("mamba", "attention", "lstm")}}
+
+
 def _induction(states):
     from workbench.experiments.circuits.induction_heads import MIXERS, STEPS
 
@@ -154,7 +161,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
-            "induction-heads": _induction}[name](states)
+            "induction-heads": _induction, "markov-icl": _markov}[name](states)
 
 
 def _claims():

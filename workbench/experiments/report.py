@@ -49,8 +49,6 @@ NOT_YET_EXPERIMENTS = [
      "workbench eval-length RUN --entropy with and without model.logit_scaling=true (notebook 07)"),
     ("A few attention layers in an SSM stack close the recall gap", ("2406.07887",),
      "model.layers=attention,mamba,mamba"),
-    ("One-layer Mamba learns in-context Laplace smoothing on Markov chains", ("2502.10178",),
-     "task.name=markov_icl with model.mixer=mamba; the task gives the Bayes-optimal loss"),
 ]
 
 

@@ -73,3 +73,29 @@ def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "q
     fig.update_yaxes(title_text=y_title, range=[-3, 103], row=1, col=1)
     fig.update_annotations(font_size=9)
     return paper_style(fig, width="double", height=300, title=title)
+
+
+def excess_loss_curves(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Excess loss over the Bayes-optimal predictor (nats) against context position, one line per
+    mixer (median over seeds, min-max band where there are several); the dashed zero line is the
+    Bayes predictor itself, which no model can beat on average.
+
+    table: columns mixer, seed, position, excess_loss."""
+    fig = go.Figure()
+    for i, (mixer, rows) in enumerate(table.groupby("mixer", sort=False)):
+        stats = rows.groupby("position")["excess_loss"].agg(["median", "min", "max", "count"]).reset_index()
+        if (stats["count"] > 1).any():
+            fig.add_trace(go.Scatter(x=np.concatenate([stats.position, stats.position[::-1]]),
+                                     y=np.concatenate([stats["max"], stats["min"][::-1]]), fill="toself",
+                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
+                                     showlegend=False, legendgroup=str(mixer)))
+        fig.add_trace(go.Scatter(x=stats.position, y=stats["median"], mode="lines", name=str(mixer),
+                                 line=dict(color=color(i)), legendgroup=str(mixer),
+                                 hovertemplate="position %{x}<br>excess %{y:.4f} nats<extra>" + str(mixer)
+                                               + "</extra>"))
+    fig.add_hline(y=0, line=dict(dash="dash", color="grey", width=1.5), opacity=1)  # the template zeroes shape lines
+    fig.add_annotation(x=1, xref="paper", xanchor="right", y=0, yanchor="bottom", showarrow=False,
+                       text="Bayes (Laplace)", font=dict(size=9, color="grey"))
+    fig.update_xaxes(title="context position (symbols seen + 1)")
+    fig.update_yaxes(title="excess loss over Bayes (nats)")
+    return paper_style(fig, height=320, title=title)

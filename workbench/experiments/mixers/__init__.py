@@ -5,6 +5,8 @@
 - `mqar-vs-width`: MQAR per-query accuracy vs width and number of key-value pairs for attention,
   Mamba, Based linear attention and H3 (Zoology), beside each model's recurrent state size.
 - `copy-vs-length`: copy accuracy vs string length, Transformer vs Mamba at a fixed state size.
+- `markov-icl`: excess loss over the Bayes-optimal Laplace estimator vs context position on random
+  Markov chains, for a one-layer Mamba, a Transformer and an LSTM.
 
 One module each. Every recipe has a fast mode (a tiny budget, the same code path) for tests and
 notebooks. Importing registers them, in this order.
@@ -13,3 +15,4 @@ notebooks. Importing registers them, in this order.
 from . import mimetic_recall  # noqa: F401  (registration)
 from . import mqar_vs_width  # noqa: F401
 from . import copy_vs_length  # noqa: F401
+from . import markov_icl  # noqa: F401
