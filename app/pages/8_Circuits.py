@@ -20,7 +20,7 @@ st.caption("Patching and the logit lens need clean/corrupted prompt pairs, which
 run = support.pick_run(table, key="circuits_run")
 if run is None:
     st.stop()
-steps = views.steps_with_weights(run)
+steps = run.weight_steps()
 FINAL = "final model"
 step_choice = st.select_slider("model", [*steps, FINAL], value=FINAL, key=f"circuits_step_{run.run_id}",
                                help="training steps whose weights the run saved (train with probes.weights=true)")

@@ -31,6 +31,7 @@ from ..evaluate import eval_mode
 from ..models.mixers import MixerContext
 
 DETECTORS = ("previous_token", "duplicate_token", "induction")
+ANSWER_INDUCTION = "answer_induction"  # the fourth score, read on a task's own prompts
 
 
 SPECIAL = 3  # PAD, BOS, EOS lead every task's vocabulary
@@ -149,7 +150,7 @@ def answer_induction_scores(model, batch) -> pd.DataFrame:
     for layer, maps in enumerate(unit_maps(model, batch.tokens[rows], _rows_of(batch.position_ids, rows))):
         score = maps[torch.arange(len(rows)), :, queries, sources].mean(dim=0)  # (units,)
         units = [-1] if unit_kind(model.blocks[layer].mixer) == "layer" else list(range(score.numel()))
-        frames.append(pd.DataFrame({"layer": layer, "unit": units, "detector": "answer_induction",
+        frames.append(pd.DataFrame({"layer": layer, "unit": units, "detector": ANSWER_INDUCTION,
                                     "score": score.double().numpy()}))
     return pd.concat(frames, ignore_index=True)
 

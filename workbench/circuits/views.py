@@ -18,6 +18,8 @@ from .lens import direct_logit_attribution, logit_lens
 from .pairs import Pairs, patching_pairs
 from .patching import patching_sweep
 
+# the metric names the `heads` probe records (each detector's name with "_score"), in the order the
+# induction-heads table lists them
 DETECTOR_PROBES = ("induction_score", "previous_token_score", "duplicate_token_score", "answer_induction_score")
 
 
@@ -36,7 +38,6 @@ def run_patching(run, step: int | None = None, n: int = 32, seed: int = 0,
     """Patch every (layer, position, component, unit) of the run's model on n clean/corrupted pairs of its task."""
     model, task = load_model(run, step=step)
     pairs = patching_pairs(task, n, seed)
-    components = [c for c in components if c != "mlp_out" or any(b.mlp is not None for b in model.blocks)]
     sweep = patching_sweep(model, pairs, components, unit_groups)
     return PatchingView(sweep, pairs, _symbols(task, pairs.clean[0]), _symbols(task, pairs.corrupted[0]),
                         task.vocab.symbols[int(pairs.answer[0])], task.vocab.symbols[int(pairs.wrong[0])])
@@ -87,15 +88,16 @@ def jump_step(series: pd.Series) -> int | None:
     return int(series.diff().iloc[1:].idxmax())
 
 
-def formation_rows(run, **labels) -> list[dict]:
-    """formation(run) as tidy rows {**labels, metric, step, value} (the induction_over_training figure's table)."""
+def formation_rows(history: dict[str, pd.Series], **labels) -> list[dict]:
+    """A formation() history as tidy rows {**labels, metric, step, value} (the table of the
+    induction_over_training figure)."""
     return [{**labels, "metric": metric, "step": int(step), "value": float(value)}
-            for metric, values in formation(run).items() for step, value in values.items()]
+            for metric, values in history.items() for step, value in values.items()]
 
 
 def formation_table(run, **labels) -> pd.DataFrame:
-    """formation_rows as a DataFrame, for figures.circuits.induction_over_training."""
-    return pd.DataFrame(formation_rows(run, **labels))
+    """formation(run) as a DataFrame, for figures.circuits.induction_over_training."""
+    return pd.DataFrame(formation_rows(formation(run), **labels))
 
 
 def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,10 +108,6 @@ def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[
     args = (model, pairs.clean, pairs.answer_position, pairs.answer, pairs.wrong)
     return (logit_lens(*args, position_ids=pairs.position_ids),
             direct_logit_attribution(*args, position_ids=pairs.position_ids))
-
-
-def steps_with_weights(run) -> list[int]:
-    return run.weight_steps()
 
 
 def _symbols(task, ids) -> list[str]:

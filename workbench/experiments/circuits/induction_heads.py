@@ -63,7 +63,7 @@ def induction_analyze(finished, fast):
     for variant, run in finished:
         labels = variant.labels
         series = formation(run)
-        rows += formation_rows(run, **labels)
+        rows += formation_rows(series, **labels)  # the history read once, for the table and the jumps
         accuracy_jump, detector_jump = jump_step(series["exact_match"]), jump_step(series["answer_induction"])
         steps = list(series["exact_match"].index)
         record = {"final_accuracy": round(float(series["exact_match"].iloc[-1]), 4) if steps else None,
