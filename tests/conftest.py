@@ -76,6 +76,18 @@ def shipped_results(request, tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, above all on a shared, busy CPU. A module opts in with
+    `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 # --- the browser -----------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def needs_browser() -> None:

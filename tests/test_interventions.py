@@ -21,13 +21,7 @@ STATEFUL = [name for name in ALL_MIXERS if MIXERS.get(name).has_state]
 VOCAB, T, BATCH = 12, 10, 3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread, above all on a shared, busy CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def build(mixer: str, layers: int = 2):
