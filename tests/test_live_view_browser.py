@@ -22,11 +22,24 @@ def latest_step(page) -> int:
     return int(LATEST.search(page.locator(EXACT_MATCH).first.inner_text()).group(1))
 
 
+POINTS_JS = "plots => plots.map(p => (p.calcdata || []).reduce((n, trace) => n + trace.length, 0))"
+
+
+def wait_for_more_points(page, than: int) -> None:
+    """Plotly draws a figure after its caption is on the page: wait (no fixed sleep) until a figure with
+    more points than `than` is drawn, so a caption that already names the next step is not compared
+    with the figure it is replacing."""
+    page.wait_for_function(
+        f"""() => Math.max(0, ...Array.from(document.querySelectorAll("{EXACT_MATCH} .js-plotly-plot"))
+                 .map(p => (p.calcdata || []).reduce((n, trace) => n + trace.length, 0))) > {than}""",
+        timeout=TRAINING_WAIT_MS)
+
+
 def newest_figure(page):
     """(the exact-match figure, its number of points): while the view refreshes, the figure it replaces
     can linger a moment beside it; the newest one has the most points."""
     plots = page.locator(EXACT_MATCH).locator(".js-plotly-plot")
-    points = plots.evaluate_all("plots => plots.map(p => (p.calcdata || []).reduce((n, trace) => n + trace.length, 0))")
+    points = plots.evaluate_all(POINTS_JS)
     newest = max(range(len(points)), key=points.__getitem__)
     return plots.nth(newest), points[newest]
 
@@ -63,6 +76,7 @@ def test_the_live_view_updates_exact_match_while_the_run_trains(streamlit_server
     # the next evaluation: the caption names a later step (waits until then; no fixed sleep)
     expect(page.locator(EXACT_MATCH)).not_to_contain_text(f"latest: step {first_step})", timeout=TRAINING_WAIT_MS)
     second_step = latest_step(page)
+    wait_for_more_points(page, first_points)
     second, second_points = shoot_newest_figure(page)
     screenshot(page, artifacts_dir / "live-view-2.png")
     page.get_by_role("button", name="Cancel").click()
