@@ -115,7 +115,8 @@ class ProbeConfig:
 # (section, only for this task or None, key, default)
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model", None, "mixer_options", {}),
-                  ("probes", None, "weights", False)]
+                  ("probes", None, "weights", False), ("task.params", "mqar", "filler", "marker"),
+                  ("task.params", "mqar", "distinct_values", False)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
