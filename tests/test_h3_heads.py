@@ -111,7 +111,8 @@ def test_multi_head_state_is_per_head_key_by_value_and_patches_forward():
 
 
 def test_bad_head_dimensions_name_the_field_and_what_is_allowed():
-    with pytest.raises(ConfigError, match=r"model\.head_dim: invalid value 3; expected a divisor of model\.d_model \(16\)"):
+    divisor = r"model\.head_dim: invalid value 3; expected a divisor of model\.d_model \(16\)"
+    with pytest.raises(ConfigError, match=divisor):
         RunConfig.load(None, ["model.mixer=h3", "model.d_model=16", "model.head_dim=3"])
     with pytest.raises(ConfigError, match=r"model\.head_dim: invalid value 0; expected an integer >= 1"):
         RunConfig.load(None, ["model.mixer=h3", "model.head_dim=0"])

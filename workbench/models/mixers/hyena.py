@@ -118,7 +118,6 @@ class Hyena(Mixer):
         self.filter = ImplicitFilter(order, d, self.options.filter_width, self.options.filter_bands)
         self.bias = nn.Parameter(torch.randn(order, d))
         self.out_proj = make_linear(d, d, sigma_reparam=config.sigma_reparam)
-        self.init_weights()
 
     def init_weights(self) -> None:
         self.filter.reset_parameters()
