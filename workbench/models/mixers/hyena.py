@@ -58,6 +58,7 @@ class HyenaOptions:
                                    "(1 + 2 x bands inputs)")
 
     def __post_init__(self):
+        # the upper bounds only catch typos: the paper's models use orders 2-3 and filters of width 64
         for name, most in (("order", 8), ("filter_width", 1024), ("filter_bands", 64)):
             value = getattr(self, name)
             check(1 <= value <= most, f"model.{name}", value, f"expected an integer from 1 to {most}")
