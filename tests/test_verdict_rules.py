@@ -153,6 +153,23 @@ def _induction(states):
     return {"steps": STEPS, "every": 20, "chance": 1 / 16, "runs": runs}
 
 
+def _flattening(states):
+    """'pass': the plain models' answer entropy rises 1 nat and the scaled ones' 0.1, and scaling buys 40
+    points at the longest length; 'fail': the other way round, and no gain."""
+    def numbers(rise, exact):
+        return {"exact_train": 1.0, "exact_longest": exact, "entropy_train": 0.05, "entropy_longest": 0.05 + rise,
+                "rise": rise}
+
+    models = {}
+    for seed, state in enumerate(states):
+        passing = state == "pass"
+        for pos in ("nope", "rope"):
+            models.setdefault(pos, {})[str(seed)] = numbers(1.0 if passing else 0.1, 0.2)
+            models.setdefault(f"{pos}-scaled", {})[str(seed)] = numbers(0.1 if passing else 1.0,
+                                                                        0.6 if passing else 0.2)
+    return {"fast": False, "train_filler": 32, "longest": 1024, "models": models}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
@@ -161,7 +178,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
-            "induction-heads": _induction, "markov-icl": _markov}[name](states)
+            "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening}[name](states)
 
 
 def _claims():
