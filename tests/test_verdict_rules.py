@@ -51,15 +51,17 @@ def _lazy(states):
 
 
 def _capacity(states):
-    """Shapes with growing parameters memorize growing tables ('pass'), shrinking ones ('fail') or the
-    same grid step ('unclear')."""
-    tables = {"pass": (64, 256, 1024), "fail": (1024, 256, 64), "unclear": (256, 256, 256)}
-    shapes = []
+    """Per seed, 1-8 heads with brackets that grow about linearly ('pass'), shrink ('fail') or stay open
+    because every head count memorized every table tried ('unclear')."""
+    lows = {"pass": (16, 32, 64, 128), "fail": (128, 64, 32, 16), "unclear": (1024, 1024, 1024, 1024)}
+    shapes, fits = [], {}
     for seed, state in enumerate(states):
-        for (d, h, params), table in zip([(32, 1, 1000), (32, 4, 2000), (64, 4, 5000)], tables[state]):
-            shapes.append({"seed": seed, "d_model": d, "heads": h, "n_parameters": params, "largest_table": 1024,
-                           "largest_perfect_table": table, "accuracy_on_largest": 0.5})
-    return {"shapes": shapes}
+        for heads, low in zip((1, 2, 4, 8), lows[state]):
+            high = None if state == "unclear" else round(low * 1.2)
+            shapes.append({"seed": seed, "heads": heads, "n_parameters": 1000 * heads ** 2, "low": low, "high": high,
+                           "largest_memorized": low, "monotone": True})
+        fits[str(seed)] = {"slope_vs_heads": {"pass": 1.0, "fail": -1.0, "unclear": None}[state]}
+    return {"shapes": shapes, "fits": fits}
 
 
 def _outliers(states, claim):
