@@ -172,6 +172,19 @@ def _flattening(states):
     return {"fast": False, "train_filler": 32, "longest": 1024, "models": models}
 
 
+def _hybrids(states):
+    """Attention 100%, Mamba 10%; 'pass': the hybrid on top reaches 98% and the one below 20%; 'fail':
+    both stay at 15%."""
+    scores = {}
+    for seed, state in enumerate(states):
+        passing = state == "pass"
+        for task in ("mqar", "copy"):
+            for name, value in (("attention", 1.0), ("mamba", 0.1), ("hybrid", 0.98 if passing else 0.15),
+                                ("hybrid-below", 0.2 if passing else 0.15)):
+                scores.setdefault(task, {}).setdefault(name, {})[str(seed)] = value
+    return {"fast": False, "scores": scores, "parameters": {}}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
@@ -180,7 +193,8 @@ def summary_for(experiment, claim, states) -> dict:
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
-            "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening}[name](states)
+            "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
+            "hybrids": _hybrids}[name](states)
 
 
 def _claims():
