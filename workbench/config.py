@@ -51,7 +51,8 @@ class ModelConfig:
     topk: int = setting(0, "with activation=topk: how many MLP activations per token are kept")
     pos: str = setting("learned", "positional encoding; coupling and abacus give digits of one significance one id")
     max_positions: int = setting(1024, "size of absolute and coupled position tables (the largest id + 1)")
-    logit_scaling: bool = setting(False, "multiply attention logits by log(position + 1) / log(train length)")
+    logit_scaling: bool = setting(False, "multiply query i's attention logits by log(i + 2) / log 2, so attention "
+                                          "stays sharp as the context grows")
     softmax: str = setting("standard", "attention softmax; clipped lets a head attend to nothing "
                                        "(Bondarenko et al. 2023)")
     gated_attention: bool = setting(False, "a learned gate on each head's output (a head can switch itself off)")
