@@ -392,6 +392,16 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     assert app.text_input(key="train_mqar_task.power_a").value == "0.01"
 
 
+def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):
+    app = run_page("Train")
+    app.selectbox(key="train_mixer").select("hyena").run()
+    assert not app.exception, [e.value for e in app.exception]
+    keys = {widget.key for widget in app.text_input}
+    assert {"train_addition_model.order", "train_addition_model.filter_width"} <= keys
+    assert app.text_input(key="train_addition_model.order").value == "2"
+    assert "train_addition_model.head_dim" not in keys  # H3's own setting
+
+
 def test_train_page_runs_in_the_background_and_the_run_appears(empty, data_dir):
     app = run_page("Train")
     for key, value in {"task.max_digits": "3", "model.n_layers": "1", "model.d_model": "16", "train.steps": "10",

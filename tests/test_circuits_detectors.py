@@ -10,7 +10,7 @@ from workbench.probes.runner import run_probes
 from workbench.probes.registry import ProbeContext
 from workbench.tasks import build_task
 
-MIXERS = ["attention", "linear_attention", "mamba", "s4d", "h3", "lstm", "gru"]
+MIXERS = ["attention", "linear_attention", "mamba", "s4d", "h3", "hyena", "lstm", "gru"]
 L = 8
 
 
@@ -109,7 +109,7 @@ def test_every_mixer_gets_scores_in_the_unit_interval(mixer):
     assert set(table.layer) == {0, 1} and set(table.detector) == {"previous_token", "duplicate_token", "induction"}
     assert table.score.between(0, 1 + 1e-6).all()
     units = table[(table.layer == 0) & (table.detector == "induction")].unit.tolist()
-    channels = {"mamba": 2 * 16, "s4d": 16, "h3": 16}  # mamba's d_inner = expand x d_model
+    channels = {"mamba": 2 * 16, "s4d": 16, "h3": 16, "hyena": 16}  # mamba's d_inner = expand x d_model
     expected = {"attention": [0, 1], "linear_attention": [0, 1], "lstm": [-1], "gru": [-1]}
     assert units == expected.get(mixer, list(range(channels.get(mixer, 0))))
 

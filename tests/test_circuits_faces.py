@@ -29,12 +29,12 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(store):
-    """A tiny attention run and a tiny GRU run on induction, with detector scores and snapshot weights,
+    """Tiny attention, GRU and Hyena runs on induction, with detector scores and snapshot weights,
     and an attention run on parity (a task without patching pairs)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WORKBENCH_DATA", str(store))
         ids = {mixer: train(RunConfig.load(None, [*TINY, f"model.mixer={mixer}"]), progress=False).run_id
-               for mixer in ("attention", "gru")}
+               for mixer in ("attention", "gru", "hyena")}
         ids["parity"] = train(RunConfig.load(None, ["task.name=parity", *TINY[4:]]), progress=False).run_id
     return ids
 
@@ -106,7 +106,7 @@ def test_every_circuits_view_exports(runs, in_store, tmp_path, figure):
     assert out.read_text().lstrip().startswith(("<svg", "<?xml"))
 
 
-@pytest.mark.parametrize("mixer", ["attention", "gru"])
+@pytest.mark.parametrize("mixer", ["attention", "gru", "hyena"])
 def test_the_circuits_page_shows_the_patching_heatmap_and_the_detectors(runs, in_store, mixer):
     app = AppTest.from_file(PAGE, default_timeout=120)
     app.session_state[SELECTED_RUNS] = [runs[mixer]]

@@ -9,7 +9,7 @@ from workbench.errors import ConfigError
 from workbench.models import build_model
 from workbench.tasks import build_task
 
-MIXERS = ["attention", "linear_attention", "mamba", "s4d", "h3", "lstm", "gru"]
+MIXERS = ["attention", "linear_attention", "mamba", "s4d", "h3", "hyena", "lstm", "gru"]
 
 
 def small(task_name="induction", mixer="attention", *extra):

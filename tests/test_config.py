@@ -65,6 +65,9 @@ def test_settings_added_later_keep_the_ids_of_runs_stored_before_them():
     assert RunConfig.load(None, ["task.name=mqar"]).run_id == "2cb994e6b2b2"
     assert RunConfig.load(None, ["model.init=fan_in"]).run_id != "d3f0ec239136"
     assert RunConfig.load(None, ["task.name=mqar", "task.show_answers=false"]).run_id != "2cb994e6b2b2"
+    assert RunConfig.load(None, ["task.name=mqar", "task.filler=marker", "task.distinct_values=false"]).run_id \
+        == "2cb994e6b2b2"
+    assert RunConfig.load(None, ["task.name=mqar", "task.filler=random"]).run_id != "2cb994e6b2b2"
 
 
 def test_canonical_json_round_trips():

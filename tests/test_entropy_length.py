@@ -128,3 +128,38 @@ def test_a_diverged_run_has_no_weights_and_says_so_in_one_line(data_dir, capsys)
         assert main(command) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "has no final weights to load (status 'diverged', diverged at step" in err[0]
+
+
+def test_entropy_at_the_answer_is_the_attention_row_where_the_answer_is_first_predicted(run_id):
+    """At each sample's first answer prediction only: the same number as the entropy of that row of
+    each head's attention map, and what `eval-length --entropy-at answer` stores and prints."""
+    import torch
+
+    from workbench.probes.entropy_length import answer_queries, entropy_at_length
+
+    model, task = load_model(open_run(run_id))
+    length, n = 6, 5
+    batch = task.sample(n, eval_generator(0, length), length=length, train=False)
+    where = answer_queries(batch)
+    assert where.sum(1).tolist() == [1] * n and (where & batch.loss_mask).sum() == n
+    assert torch.equal(where.float().argmax(1), batch.loss_mask.float().argmax(1))  # the first answer position
+    maps = {}
+    with model.hooks({f"blocks.{layer}.mixer.hook_pattern": (lambda layer: lambda value, hook:
+                      maps.__setitem__(layer, value.detach()))(layer) for layer in (0, 1)}):
+        model(batch.tokens, batch.position_ids)
+    measured = entropy_at_length(model, task, length, n, seed=0, at_answer=True)
+    for layer, pattern in maps.items():
+        rows = pattern[torch.arange(n), :, where.float().argmax(1)]  # (n, H, T): each sample's answer row
+        expected = -(rows * rows.clamp_min(1e-30).log()).sum(-1).mean(0)
+        assert torch.allclose(measured[layer][0], expected, atol=1e-4)
+
+    result = evaluate_lengths(run_id, [3, 12], n=8, entropy_n=3, entropy_at="answer")
+    assert entropy_layer_means(open_run(run_id).metrics(), "answer_entropy") == result["entropy"]
+    assert not entropy_layer_means(open_run(run_id).metrics())  # the all-queries entropy was not evaluated
+    assert main(["eval-length", run_id, "--lengths", "3", "--n", "8", "--entropy", "--entropy-n", "2",
+                 "--entropy-at", "answer", "--json"]) == 0
+
+
+def test_entropy_at_must_be_all_or_answer(run_id):
+    with pytest.raises(ConfigError, match="--entropy-at"):
+        evaluate_lengths(run_id, [3], n=4, entropy_n=2, entropy_at="query")

@@ -74,3 +74,20 @@ def test_a_seed_the_recipe_lacks_is_refused_before_anything_starts(data_dir):
     with pytest.raises(ConfigError, match="seeds.*choose one of: 0"):
         background.start_experiment("lazy-neurons", fast=True, budget=Budget(seeds=(5,)))
     assert background.jobs() == []
+
+
+def test_the_progress_of_a_bisection_counts_the_runs_of_its_later_rounds(data_dir):
+    """An adaptive recipe knows its first round only; the runs its later rounds trained since the job
+    began are counted beside it (the Experiments page shows both)."""
+    import time
+
+    from workbench import background
+    from workbench.experiments import run_experiment
+
+    began = time.time() - 1  # a file's ctime may be a little behind this clock
+    result = run_experiment("memorization-capacity", fast=True, progress=False, workers=1)
+    progress = background.experiment_progress("memorization-capacity", True, since=began)
+    first = background.experiment_run_ids("memorization-capacity", True)
+    assert progress["adaptive"] and progress["done"] == progress["total"] == len(first)
+    assert progress["later"] == len(set(result.run_ids) - set(first)) > 0
+    assert not background.experiment_progress("lazy-neurons", True, since=began)["adaptive"]

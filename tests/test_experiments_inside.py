@@ -34,13 +34,31 @@ def test_fast_mode_gives_a_table_a_summary_and_a_figure(name, data_dir):
     assert cached.outcomes == result.outcomes
 
 
-def test_the_capacity_figure_ticks_at_the_table_sizes_tried():
+def test_the_capacity_rules_read_the_bisection_brackets():
+    from workbench.experiments.inside.memorization_capacity import SLOPE_TOLERANCE, decide_heads, decide_linear
+
+    def summary(lows, slope):
+        shapes = [{"seed": seed, "heads": h, "low": low, "high": 2 * low, "largest_memorized": low, "monotone": True}
+                  for seed in range(3) for h, low in zip((1, 2, 4, 8), lows)]
+        return {"shapes": shapes, "fits": {str(seed): {"slope_vs_heads": slope} for seed in range(3)}}
+
+    # rising but flat at one step: the growth claim fails there; a slope just short of linear fails the other
+    assert decide_heads(summary((16, 32, 32, 64), 0.6)).verdict == "not reproduced"
+    assert decide_heads(summary((16, 32, 64, 128), 1.0)).verdict == "reproduced"
+    assert decide_linear(summary((16, 32, 64, 128), 1 - SLOPE_TOLERANCE)).verdict == "reproduced"
+    assert decide_linear(summary((16, 20, 24, 28), 1 - SLOPE_TOLERANCE - 0.01)).verdict == "not reproduced"
+
+
+def test_the_capacity_figure_plots_brackets_against_heads_and_parameters():
+    from workbench.experiments.inside.memorization_capacity import capacity_analyze  # noqa: F401  (registers)
     from workbench.experiments.results import ExperimentResult
 
-    table = pd.DataFrame({"d_model": 32, "heads": 1, "n_parameters": 1000, "table_size": [16, 64, 256, 1024],
-                          "accuracy": [1.0, 1.0, 0.6, 0.1]})
-    axis = ExperimentResult("memorization-capacity", table, {}).figure().layout.xaxis
-    assert axis.type == "log" and list(axis.tickvals) == [16, 64, 256, 1024]
+    shapes = [{"seed": 0, "heads": h, "n_parameters": 1000 * h * h, "low": 16 * h, "high": 20 * h,
+               "capacity": (16 * h * 20 * h) ** 0.5, "bits_per_parameter": 0.1} for h in (1, 2, 4, 8)]
+    figure = ExperimentResult("memorization-capacity", pd.DataFrame(), {"shapes": shapes}).figure()
+    fits = [trace.name for trace in figure.data if trace.name.startswith("fit")]
+    assert fits == ["fit vs heads: slope 1.00", "fit vs parameters: slope 0.50"]
+    assert figure.layout.xaxis.type == "log" and figure.layout.yaxis.type == "log"
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from workbench.tasks import build_task
 from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl")
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl", "hybrids")
 
 
 def test_the_mixer_experiments_are_registered():
@@ -101,6 +101,22 @@ def test_markov_icl_fast(data_dir):
     assert {outcome.verdict for outcome in result.outcomes.values()} == {"not tested"}  # a few steps test nothing
 
 
+def test_hybrids_fast(data_dir):
+    """Every model on both tasks trains and is scored at every test length; each model's parameters are
+    reported (the four cost about the same), and a few steps decide nothing."""
+    result = run_experiment("hybrids", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert set(table.task) == {"mqar", "copy"} and set(table.model) == {"attention", "mamba", "hybrid", "hybrid-below"}
+    assert sorted(table[table.task == "mqar"].length.unique()) == [4, 8, 16]
+    assert table[["exact_match", "query_accuracy"]].apply(lambda v: v.between(0, 1)).all().all()
+    parameters = result.summary["parameters"]
+    assert max(parameters.values()) <= 1.15 * min(parameters.values()), parameters  # one budget for all four
+    assert {outcome.verdict for outcome in result.outcomes.values()} == {"not tested"}
+    layers = {variant["labels"]["model"]: variant["config"]["model"]["layers"] for variant in result.runs}
+    assert layers["hybrid"] == "mamba,attention" and layers["hybrid-below"] == "attention,mamba"
+
+
 class _Counter(torch.nn.Module):
     """A 'model' that predicts an order-1 chain from add-one (Laplace) counts of the transitions in its
     context, written apart from the task's bayes_loss; uniform=True ignores the context instead."""
@@ -148,3 +164,19 @@ def test_every_mixer_trains_from_the_command_line(mixer, data_dir, capsys):
     arrays, _ = run.snapshot(run.snapshot_steps()[-1])
     pattern = arrays["pattern.0"]
     assert pattern.dim() == 4 and pattern.shape[-1] == pattern.shape[-2]  # (examples, heads, T, T)
+
+
+def test_a_seed_without_a_gap_cannot_decide_whether_the_hybrid_closes_it():
+    from workbench.experiments.mixers.hybrids import decide_closes
+
+    def scores(attention, mamba, hybrid):
+        return {"attention": attention, "mamba": mamba, "hybrid": hybrid, "hybrid-below": mamba}
+
+    by_seed = {"0": scores(1.0, 0.95, 1.0), "1": scores(0.5, 0.1, 0.5), "2": scores(1.0, 0.1, 0.95),
+               "3": scores(1.0, 0.2, 0.5)}
+    summary = {"fast": False, "scores": {"mqar": {name: {seed: s[name] for seed, s in by_seed.items()}
+                                                  for name in by_seed["0"]}}}
+    outcome = decide_closes("mqar")(summary)
+    # seed 0: Mamba within 10 points; seed 1: attention never fit; seed 2 closes 94%; seed 3 closes 38%
+    assert outcome.passed == {"0": None, "1": None, "2": True, "3": False}
+    assert outcome.verdict == "inconclusive"

@@ -87,6 +87,36 @@ def test_mqar_with_hidden_answers_asks_the_same_and_shows_no_value_in_the_query_
     assert torch.equal(hidden.tokens[unchanged], shown.tokens[unchanged])
 
 
+ZOOLOGY = {"n_keys": 32, "n_values": 32, "max_pairs": 6, "seq_len": 32, "show_answers": False,
+           "filler": "random", "distinct_values": True}
+
+
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.integers(1, 6))  # one length: one draw of slots, then the filler
+def test_mqar_in_zoologys_variant_has_distinct_values_random_filler_and_the_same_queries(seed, length):
+    """Zoology's generator: values without replacement; every empty slot and hidden answer a random
+    key or value symbol (so distractor keys appear), where the marker variant has '_'."""
+    task = build_task("mqar", ZOOLOGY)
+    batch = task.sample(64, gen(seed), length=length)
+    hidden = build_task("mqar", {**ZOOLOGY, "filler": "marker"}).sample(64, gen(seed), length=length)
+    assert torch.equal(batch.loss_mask, hidden.loss_mask) and torch.equal(batch.targets, hidden.targets)
+    assert (batch.tokens != task.vocab["_"]).all(), "no marker is left in Zoology's variant"
+    for targets, mask in zip(batch.targets, batch.loss_mask):
+        values = targets[mask].tolist()
+        assert len(set(values)) == len(values), "a sample's values are distinct"
+    filled = batch.tokens[hidden.tokens == task.vocab["_"]]
+    keys_and_values = torch.tensor([task.vocab[s] for s in task.vocab.symbols[3:] if s != "_"])
+    assert torch.isin(filled, keys_and_values).all() and len(filled.unique()) > 10, \
+        "the filler is drawn from all the key and value symbols"
+
+
+def test_mqar_zoology_options_are_checked():
+    with pytest.raises(ConfigError, match="task.filler"):
+        build_task("mqar", {"filler": "noise"})
+    with pytest.raises(ConfigError, match="task.max_pairs"):
+        build_task("mqar", {"n_keys": 32, "n_values": 4, "max_pairs": 6, "distinct_values": True})
+
+
 def test_mqar_queries_follow_a_power_law():
     """Most queries come soon after the context, a few far away."""
     task = build_task("mqar", {"min_pairs": 4, "max_pairs": 4, "seq_len": 200})

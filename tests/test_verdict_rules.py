@@ -51,15 +51,17 @@ def _lazy(states):
 
 
 def _capacity(states):
-    """Shapes with growing parameters memorize growing tables ('pass'), shrinking ones ('fail') or the
-    same grid step ('unclear')."""
-    tables = {"pass": (64, 256, 1024), "fail": (1024, 256, 64), "unclear": (256, 256, 256)}
-    shapes = []
+    """Per seed, 1-8 heads with brackets that grow about linearly ('pass'), shrink ('fail') or stay open
+    because every head count memorized every table tried ('unclear')."""
+    lows = {"pass": (16, 32, 64, 128), "fail": (128, 64, 32, 16), "unclear": (1024, 1024, 1024, 1024)}
+    shapes, fits = [], {}
     for seed, state in enumerate(states):
-        for (d, h, params), table in zip([(32, 1, 1000), (32, 4, 2000), (64, 4, 5000)], tables[state]):
-            shapes.append({"seed": seed, "d_model": d, "heads": h, "n_parameters": params, "largest_table": 1024,
-                           "largest_perfect_table": table, "accuracy_on_largest": 0.5})
-    return {"shapes": shapes}
+        for heads, low in zip((1, 2, 4, 8), lows[state]):
+            high = None if state == "unclear" else round(low * 1.2)
+            shapes.append({"seed": seed, "heads": heads, "n_parameters": 1000 * heads ** 2, "low": low, "high": high,
+                           "largest_memorized": low, "monotone": True})
+        fits[str(seed)] = {"slope_vs_heads": {"pass": 1.0, "fail": -1.0, "unclear": None}[state]}
+    return {"shapes": shapes, "fits": fits}
 
 
 def _outliers(states, claim):
@@ -153,6 +155,36 @@ def _induction(states):
     return {"steps": STEPS, "every": 20, "chance": 1 / 16, "runs": runs}
 
 
+def _flattening(states):
+    """'pass': the plain models' answer entropy rises 1 nat and the scaled ones' 0.1, and scaling buys 40
+    points at the longest length; 'fail': the other way round, and no gain."""
+    def numbers(rise, exact):
+        return {"exact_train": 1.0, "exact_longest": exact, "entropy_train": 0.05, "entropy_longest": 0.05 + rise,
+                "rise": rise}
+
+    models = {}
+    for seed, state in enumerate(states):
+        passing = state == "pass"
+        for pos in ("nope", "rope"):
+            models.setdefault(pos, {})[str(seed)] = numbers(1.0 if passing else 0.1, 0.2)
+            models.setdefault(f"{pos}-scaled", {})[str(seed)] = numbers(0.1 if passing else 1.0,
+                                                                        0.6 if passing else 0.2)
+    return {"fast": False, "train_filler": 32, "longest": 1024, "models": models}
+
+
+def _hybrids(states):
+    """Attention 100%, Mamba 10%; 'pass': the hybrid on top reaches 98% and the one below 20%; 'fail':
+    both stay at 15%."""
+    scores = {}
+    for seed, state in enumerate(states):
+        passing = state == "pass"
+        for task in ("mqar", "copy"):
+            for name, value in (("attention", 1.0), ("mamba", 0.1), ("hybrid", 0.98 if passing else 0.15),
+                                ("hybrid-below", 0.2 if passing else 0.15)):
+                scores.setdefault(task, {}).setdefault(name, {})[str(seed)] = value
+    return {"fast": False, "scores": scores, "parameters": {}}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
@@ -161,7 +193,8 @@ def summary_for(experiment, claim, states) -> dict:
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
-            "induction-heads": _induction, "markov-icl": _markov}[name](states)
+            "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
+            "hybrids": _hybrids}[name](states)
 
 
 def _claims():

@@ -88,10 +88,15 @@ def load_for_evaluation(run_id: str, lengths: list[int], n: int) -> FinishedRun:
     return FinishedRun(run, model, task, config, int(run.status().get("step", config.train.steps)))
 
 
+ENTROPY_AT = ("all", "answer")  # every query's attention row, or the first answer prediction's
+
+
 def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entropy_n: int = 0,
-                     progress: Callable[[int, int], None] | None = None, examples: int = 0) -> dict:
+                     progress: Callable[[int, int], None] | None = None, examples: int = 0,
+                     entropy_at: str = "all") -> dict:
     """Exact match per test length for a finished run and, when entropy_n > 0, the mean attention
-    entropy per layer at each length over entropy_n samples. Every row (per head too) is stored in
+    entropy per layer at each length over entropy_n samples: over every query (entropy_at="all") or
+    at each sample's first answer prediction ("answer", stored as answer_entropy). Every row (per head too) is stored in
     the run's metrics unless it is a demo. With examples > 0, the model's answers on that many fresh
     samples per length come back too (not stored). `lengths` may be the command line's text
     ("5,10,20"); `progress(done, total)` is called after each length.
@@ -105,6 +110,7 @@ def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entrop
     check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
     check(entropy_n >= 0, "--entropy-n", entropy_n, "expected 0 (no entropy) or more samples per length")
     check(0 <= examples <= MAX_EXAMPLES, "--examples", examples, f"expected 0 to {MAX_EXAMPLES} examples per length")
+    check(entropy_at in ENTROPY_AT, "--entropy-at", entropy_at, f"expected one of {', '.join(ENTROPY_AT)}")
     finished = load_for_evaluation(run_id, lengths, n)
     model, task, step = finished.model, finished.task, finished.step
     seed, curve, entropy_rows, answers = finished.config.train.seed, {}, [], {}
@@ -112,7 +118,8 @@ def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entrop
         # one length at a time, so progress can be shown; each length has its own evaluation stream
         curve.update(length_curve(model, task, [length], n, seed))
         if entropy_n:
-            entropy_rows += entropy_vs_length(model, task, [length], entropy_n, seed, step)
+            entropy_rows += entropy_vs_length(model, task, [length], entropy_n, seed, step,
+                                              at_answer=entropy_at == "answer")
         if examples:
             answers[length] = [sample_attention(model, task, length, index, seed, maps=False)
                                for index in range(examples)]
@@ -121,7 +128,7 @@ def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entrop
     finished.store(length_rows(curve, step) + entropy_rows)
     result: dict = {"exact_match": curve}
     if entropy_n:
-        result["entropy"] = entropy_layer_means(entropy_rows)
+        result["entropy"] = entropy_layer_means(entropy_rows, "answer_entropy" if entropy_at == "answer" else "entropy")
     if examples:
         result["examples"] = answers
     return result

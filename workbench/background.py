@@ -248,11 +248,31 @@ def experiment_run_ids(name: str, fast: bool, budget=None) -> tuple[str, ...]:
     return tuple(variant.config.run_id for variant in (budget.apply(variants) if budget else variants))
 
 
-def experiment_progress(name: str, fast: bool = False, budget=None) -> dict:
-    """How far an experiment is: runs finished of all, and the run training now."""
+def experiment_progress(name: str, fast: bool = False, budget=None, since: float | None = None) -> dict:
+    """How far an experiment is: runs finished of all, and the run training now. An adaptive recipe
+    (a bisection) knows only its first round in advance: `later` counts the runs of its later rounds
+    started since `since` (the job's launch), and the run training now may be one of them."""
+    from .experiments import get_experiment
+
+    adaptive = get_experiment(name).next_round is not None
     run_ids = experiment_run_ids(name, fast, budget)
     statuses = {run_id: read_status(run_id) for run_id in run_ids}
-    done = sum(s.get("status") in FINISHED for s in statuses.values())
+    later = _runs_started_since(since, exclude=set(run_ids)) if adaptive and since is not None else []
+    done = sum(statuses[run_id].get("status") in FINISHED for run_id in run_ids)
+    statuses.update({run_id: read_status(run_id) for run_id in later})
     current = next((run_id for run_id, s in statuses.items() if s.get("status") == "running"), None)
     return {"done": done, "total": len(run_ids), "fraction": done / len(run_ids) if run_ids else 0.0,
+            "adaptive": adaptive, "later": len(later),
             "current": current, "current_progress": run_progress(current) if current else None}
+
+
+def _runs_started_since(since: float, exclude: set[str]) -> list[str]:
+    """Run folders whose status file was created at or after `since` (the store root's dot folders skipped)."""
+    found = []
+    for folder in data_root().iterdir():
+        status = folder / "status.json"
+        if folder.name in exclude or folder.name.startswith(".") or not status.exists():
+            continue
+        if status.stat().st_ctime >= since:
+            found.append(folder.name)
+    return found

@@ -74,6 +74,9 @@ def _add_eval_length(sub) -> None:
     p.add_argument("--entropy", action="store_true",
                    help="also attention entropy per layer and head at each length (O(T) memory kernels)")
     p.add_argument("--entropy-n", type=int, default=8, help="samples per length for --entropy")
+    p.add_argument("--entropy-at", choices=["all", "answer"], default="all",
+                   help="--entropy over every query (all), or only where each sample's answer is first predicted "
+                        "(answer: the query that has to find something in the context)")
     p.add_argument("--examples", type=int, default=0,
                    help="also print the model's answer on this many fresh samples per length")
     p.add_argument("--offsets", default=None,
@@ -298,7 +301,7 @@ def cmd_eval_length(args) -> int:
         return _eval_offsets(args)
     result = _with_length_bar(lambda progress: evaluate_lengths(
         args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0, progress=progress,
-        examples=args.examples))
+        examples=args.examples, entropy_at=args.entropy_at))
     curve, entropy, examples = result["exact_match"], result.get("entropy", {}), result.get("examples", {})
     if args.json:
         summary = {"run_id": args.run, "exact_match": json_keys(curve)}

@@ -112,10 +112,13 @@ class ProbeConfig:
 
 # Settings added after runs were stored: left out of a run's identity while at their default, so the
 # runs stored before they existed keep their ids (and are fetched, not retrained).
-# (section, only for this task or None, key, default)
+# (section, only for this task or None, key, default). A mixer's own setting (section
+# model.mixer_options; head_dim is H3's) comes before mixer_options itself: once its keys are
+# dropped, an empty mixer_options is dropped too.
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
-                  ("model", None, "norm", "layernorm"), ("model", None, "mixer_options", {}),
-                  ("probes", None, "weights", False)]
+                  ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
+                  ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
+                  ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -212,8 +215,9 @@ class RunConfig:
 
     def canonical_json(self) -> str:
         values = self.to_dict()
+        nested = {"task.params": values["task"]["params"], "model.mixer_options": values["model"]["mixer_options"]}
         for section, task_name, key, default in LATER_SETTINGS:
-            holder = values["task"]["params"] if section == "task.params" else values[section]
+            holder = nested[section] if section in nested else values[section]
             if (task_name is None or task_name == self.task.name) and holder.get(key, default) == default:
                 holder.pop(key, None)
         return json.dumps(values, sort_keys=True, separators=(",", ":"))
@@ -275,18 +279,19 @@ def mixer_options(model: ModelConfig) -> dict[str, Any]:
     defaults filled in; a key no mixer of the model declares is refused with the settings there are."""
     from .models import MIXERS
 
-    declared = [MIXERS.get(name).Options for name in dict.fromkeys(model.layer_mixers())]
-    declared = [options for options in declared if options is not None]
-    names = {f.name for options in declared for f in dataclasses.fields(options)}
+    mixers = [MIXERS.get(name) for name in dict.fromkeys(model.layer_mixers())]
+    mixers = [mixer for mixer in mixers if mixer.Options is not None]
+    names = {f.name for mixer in mixers for f in dataclasses.fields(mixer.Options)}
     for key, value in model.mixer_options.items():
         if key not in names:
             shared = sorted(f.name for f in dataclasses.fields(ModelConfig) if f.name != "mixer_options")
             raise ConfigError(f"model.{key}", value, f"unknown setting; choose one of: {', '.join(sorted(names) + shared)}")
     resolved: dict[str, Any] = {}
-    for options in declared:
-        own = {f.name for f in dataclasses.fields(options)}
-        resolved.update(dataclasses.asdict(build(options, {k: v for k, v in model.mixer_options.items() if k in own},
-                                                 "model")))
+    for mixer in mixers:
+        own = {f.name for f in dataclasses.fields(mixer.Options)}
+        options = build(mixer.Options, {k: v for k, v in model.mixer_options.items() if k in own}, "model")
+        mixer.check_options(model, options)
+        resolved.update(dataclasses.asdict(options))
     return resolved
 
 

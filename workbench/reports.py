@@ -111,8 +111,10 @@ def run_summary(run: Run) -> dict:
 
 def entropy_by_length_summary(metrics: pd.DataFrame) -> dict:
     """{"entropy": {length: {layer: nats}}, "entropy_normalized": ...} with string keys (JSON's), for the
-    lengths a run was evaluated at with entropy ({} when none)."""
-    tables = {probe: entropy_layer_means(metrics, probe) for probe in ("entropy", "entropy_normalized")}
+    lengths a run was evaluated at with entropy ({} when none); answer_entropy(_normalized) where it was
+    evaluated at the answer (`eval-length --entropy-at answer`)."""
+    tables = {probe: entropy_layer_means(metrics, probe)
+              for probe in ("entropy", "entropy_normalized", "answer_entropy", "answer_entropy_normalized")}
     return {probe: json_keys(table) for probe, table in tables.items() if table}
 
 

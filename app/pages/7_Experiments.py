@@ -56,9 +56,12 @@ def watch() -> None:
     current = background.find_job("experiment", name, fast, budget)
     if current is None or not current.alive:
         st.rerun(scope="app")  # finished: show the result, stop polling
-    progress = background.experiment_progress(name, fast, budget)
+    progress = background.experiment_progress(name, fast, budget, since=current.started)
     where = " on Ray" if current.backend == "ray" else ""
-    st.progress(progress["fraction"], text=f"{progress['done']} of {progress['total']} runs finished{where}")
+    text = f"{progress['done']} of {progress['total']} runs finished{where}"
+    if progress["adaptive"]:  # later rounds are chosen from the earlier ones' results: not known ahead
+        text = f"first round: {text}; later rounds so far: {progress['later']} runs (each follows from the last)"
+    st.progress(progress["fraction"], text=text)
     if progress["current_progress"]:
         run = progress["current_progress"]
         st.caption(f"training {progress['current']}: step {run['step']} of {run['steps']}")

@@ -62,7 +62,7 @@ with patch_tab, support.errors_shown():
     else:
         left, right = st.columns(2)
         n = int(left.number_input("pairs", min_value=1, max_value=256, value=32, key="circuits_pairs"))
-        every_channel = right.checkbox("every channel (Mamba, S4D, H3, RNNs)", value=False, key="circuits_channels",
+        every_channel = right.checkbox("every channel (Mamba, S4D, H3, Hyena, RNNs)", value=False, key="circuits_channels",
                                        help="by default channels are patched in 8 groups per layer")
         with st.spinner("patching every layer, position and component..."):
             sweep, clean, corrupted, answer, wrong = patching(run.run_id, step, n, every_channel)

@@ -12,8 +12,9 @@ Each unit's attention-like map is first row-normalized by its total |weight|, so
 in [0, 1] and scores of different mixers compare (for softmax attention this changes nothing):
 
     attention, linear attention   one map per head, from hook_pattern; unit = head
-    mamba, s4d, h3                 one map per channel (attention_like_per_channel: the scan's implicit
-                                   attention, the SSM kernel, H3's q x kernel x k map); unit = channel
+    mamba, s4d, h3, hyena          one map per channel (attention_like_per_channel: the scan's implicit
+                                   attention, the SSM kernel, H3's q x kernel x k map, Hyena's gated
+                                   filters); unit = channel (a head for multi-head H3)
     lstm, gru                      one input-gradient saliency map per layer (hook_pattern); unit = -1
 
 A fourth score, answer_induction, reads induction where a task asks for it, on the task's own

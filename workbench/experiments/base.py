@@ -46,6 +46,10 @@ class Experiment:
     figure: Callable[[ExperimentResult], object]
     claims: list[Claim]
     untested: list[UntestedClaim] = field(default_factory=list)  # the papers' claims these runs do not test
+    # An adaptive recipe (e.g. a bisection): called with every (variant, run) finished so far and the
+    # fast flag after each round; the variants it returns are the next round, until it returns none.
+    # `variants` is then the first round. None: the variants are the whole recipe.
+    next_round: Callable[[list[tuple[Variant, Run]], bool], list[Variant]] | None = None
 
     def __post_init__(self):
         keys = [claim.key for claim in self.claims]
@@ -158,6 +162,9 @@ def result_path(name: str, fast: bool, budget: Budget | None = None) -> Path:
     return results.cache_root() / folder / "result.json"
 
 
+MAX_ROUNDS = 100  # a next_round that never ends is a bug in the recipe, not a longer run
+
+
 def run_experiment(name: str, fast: bool = False, progress: bool = True, workers: int | None = None,
                    on_done: Callable[[int, int, Variant], None] | None = None,
                    budget: Budget | None = None, backend: str | None = None,
@@ -168,7 +175,8 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     them one after another in this process. The fast mode always uses one local worker: its runs
     are shorter than a process takes to start. backend="ray" (or WORKBENCH_BACKEND=ray) trains them
     as Ray tasks instead, on the cluster at ray_address or a local Ray instance (workbench.ray_backend).
-    on_done(index, total, variant) follows each run. The
+    on_done(index, total, variant) follows each run. An adaptive recipe (Experiment.next_round) trains
+    round after round, each round's variants side by side; all rounds' runs make the result. The
     recipe's own result (not fast, no budget) also gets its provenance and canary, and is written to
     data/results/ for REPRODUCTIONS.md."""
     from ..parallel import choose_backend, train_many
@@ -176,13 +184,26 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     backend = choose_backend(backend)
     experiment = get_experiment(name)
     variants = budget.apply(experiment.variants(fast)) if budget else experiment.variants(fast)
-    jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
-    started = time.time()
-    runs = train_many(jobs, workers=1 if fast and backend == "local" else workers, progress=progress,
-                      on_done=(lambda i, run: on_done(i, len(variants), variants[i])) if on_done else None,
-                      backend=backend, ray_address=ray_address)
-    trained = time.time() - started
-    finished = list(zip(variants, runs))
+    # Later rounds follow from the runs of the (seed-filtered) first one, so only the steps apply to them.
+    later = Budget(steps=budget.steps) if budget else Budget()
+    finished, trained, runs = [], 0.0, None
+    for _ in range(MAX_ROUNDS):
+        done = len(finished)
+        jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
+        started = time.time()
+        runs = train_many(jobs, workers=1 if fast and backend == "local" else workers, progress=progress,
+                          on_done=(lambda i, run, done=done, variants=variants:
+                                   on_done(done + i, done + len(variants), variants[i])) if on_done else None,
+                          backend=backend, ray_address=ray_address)
+        trained += time.time() - started
+        finished += list(zip(variants, runs))
+        variants = later.apply(experiment.next_round(finished, fast)) if experiment.next_round else []
+        seen = {variant.config.run_id for variant, _ in finished}
+        variants = [v for v in variants if v.config.run_id not in seen]  # a round never retrains a run
+        if not variants:
+            break
+    else:
+        raise ConfigError("experiment", name, f"its rounds did not end after {MAX_ROUNDS}")
     begun = time.time()
     table, summary = experiment.analyze(finished, fast)
     analysis = time.time() - begun

@@ -99,3 +99,28 @@ def excess_loss_curves(table: pd.DataFrame, title: str | None = None) -> go.Figu
     fig.update_xaxes(title="context position (symbols seen + 1)")
     fig.update_yaxes(title="excess loss over Bayes (nats)")
     return paper_style(fig, height=320, title=title)
+
+
+def hybrid_bars(table: pd.DataFrame, hardest: dict[str, int], title: str | None = None) -> go.Figure:
+    """One panel per task: each model's score at the task's hardest length (MQAR: accuracy per query;
+    copying: exact match), a bar at the median over seeds and a dot per seed.
+
+    table: columns task, model, seed, length, exact_match, query_accuracy."""
+    tasks = list(dict.fromkeys(table.task))
+    fig = make_subplots(rows=1, cols=len(tasks), shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=[f"{task}: {'accuracy per query' if task == 'mqar' else 'exact match'} at "
+                                        f"{hardest[task]}" for task in tasks])
+    for col, task in enumerate(tasks, start=1):
+        value = "query_accuracy" if task == "mqar" else "exact_match"
+        part = table[(table.task == task) & (table.length == hardest[task])]
+        models = list(dict.fromkeys(part.model))
+        medians = part.groupby("model", sort=False)[value].median()
+        fig.add_trace(go.Bar(x=models, y=[medians[m] * 100 for m in models], showlegend=False,
+                             marker_color=[color(i) for i in range(len(models))], opacity=0.55,
+                             hovertemplate="%{x}<br>median %{y:.1f}%<extra></extra>"), row=1, col=col)
+        fig.add_trace(go.Scatter(x=part.model, y=part[value] * 100, mode="markers", showlegend=False,
+                                 marker=dict(color="black", size=6), customdata=part.seed,
+                                 hovertemplate="%{x}, seed %{customdata}<br>%{y:.1f}%<extra></extra>"), row=1, col=col)
+    fig.update_yaxes(title_text="%", range=[0, 103], row=1, col=1)
+    fig.update_annotations(font_size=10)
+    return paper_style(fig, width="double", height=300, title=title)

@@ -44,14 +44,14 @@ def summarize_row_entropy(entropy: Tensor, valid: Tensor) -> tuple[Tensor, Tenso
     return raw, normalized
 
 
-def entropy_rows(raw: Tensor, normalized: Tensor, layer: int, length: int = -1) -> list[dict]:
-    """Rows per head plus the layer mean (head -1) for one layer."""
+def entropy_rows(raw: Tensor, normalized: Tensor, layer: int, length: int = -1, prefix: str = "") -> list[dict]:
+    """Rows per head plus the layer mean (head -1) for one layer; probe names start with `prefix`."""
     rows = []
     for head in range(raw.shape[0]):
-        rows.append(row("entropy", raw[head], layer, head, length))
-        rows.append(row("entropy_normalized", normalized[head], layer, head, length))
-    rows.append(row("entropy", raw.mean(), layer, length=length))
-    rows.append(row("entropy_normalized", normalized.mean(), layer, length=length))
+        rows.append(row(prefix + "entropy", raw[head], layer, head, length))
+        rows.append(row(prefix + "entropy_normalized", normalized[head], layer, head, length))
+    rows.append(row(prefix + "entropy", raw.mean(), layer, length=length))
+    rows.append(row(prefix + "entropy_normalized", normalized.mean(), layer, length=length))
     return rows
 
 

@@ -33,9 +33,20 @@ def layer_entropies(model, tokens, position_ids=None) -> dict[int, torch.Tensor]
     return found
 
 
+def answer_queries(batch) -> torch.Tensor:
+    """(B, T) True at each sample's first answer prediction: the query that has to find, somewhere in
+    the context, what to answer. Flattening there is what costs accuracy (Wang et al. 2024)."""
+    mask = batch.loss_mask
+    first = torch.zeros_like(mask)
+    first[torch.arange(mask.shape[0]), mask.float().argmax(1)] = True
+    return first & mask
+
+
 @torch.no_grad()
-def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
-    """{layer: (raw, normalized) mean entropy per head} over n test samples of task length `length`."""
+def entropy_at_length(model, task, length: int, n: int, seed: int = 0,
+                      at_answer: bool = False) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """{layer: (raw, normalized) mean entropy per head} over n test samples of task length `length`:
+    over every real query, or (at_answer) over each sample's first answer prediction only."""
     sums: dict[int, list[torch.Tensor]] = {}
     generator = eval_generator(seed, length)
     with eval_mode(model):
@@ -43,7 +54,7 @@ def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[i
         while done < n:
             chunk = min(n - done, per_forward)
             batch = task.sample(chunk, generator, length=length, train=False)
-            valid = batch.tokens != 0
+            valid = answer_queries(batch) if at_answer else batch.tokens != 0
             for layer, entropy in layer_entropies(model, batch.tokens, batch.position_ids).items():
                 raw, normalized = summarize_row_entropy(entropy, valid)
                 previous = sums.setdefault(layer, [torch.zeros_like(raw), torch.zeros_like(raw)])
@@ -53,12 +64,15 @@ def entropy_at_length(model, task, length: int, n: int, seed: int = 0) -> dict[i
     return {layer: (raw / n, normalized / n) for layer, (raw, normalized) in sums.items()}
 
 
-def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0, step: int = -1) -> list[dict]:
-    """Tidy rows (probe entropy / entropy_normalized, layer, head, length, value, step) per length.
+def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0, step: int = -1,
+                      at_answer: bool = False) -> list[dict]:
+    """Tidy rows (probe entropy / entropy_normalized, layer, head, length, value, step) per length;
+    at_answer: answer_entropy / answer_entropy_normalized, at each sample's first answer prediction.
 
     Per-chunk means are weighted by samples, not tokens: each sample counts once at every length."""
     rows = []
     for length in lengths:
-        for layer, (raw, normalized) in entropy_at_length(model, task, int(length), n, seed).items():
-            rows += [{**r, "step": step} for r in entropy_rows(raw, normalized, layer, int(length))]
+        for layer, (raw, normalized) in entropy_at_length(model, task, int(length), n, seed, at_answer).items():
+            rows += [{**r, "step": step}
+                     for r in entropy_rows(raw, normalized, layer, int(length), "answer_" if at_answer else "")]
     return rows

@@ -5,7 +5,7 @@ symbols, the same sequences at every step (a fixed seed).
 Rows: probe "induction_score", "previous_token_score" or "duplicate_token_score", layer, head =
 the unit; and "answer_induction_score", the same kind of score on the probe batch itself (the
 answer position's weight on the token after its query's earlier copy; detectors.answer_induction_scores),
-for tasks whose answers are such lookups. Attention and linear attention: one row per head. Mamba, S4D and H3 have hundreds of
+for tasks whose answers are such lookups. Attention and linear attention: one row per head. Mamba, S4D, H3 and Hyena have hundreds of
 channels, so a layer gives two rows per score: head -1 the mean over its channels, head -2 its
 best channel's score. LSTM and GRU: one row per layer, head -1 (their saliency map is per layer).
 """

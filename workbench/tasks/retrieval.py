@@ -134,6 +134,9 @@ class AssociativeRecall(KeyValueTask):
 
 
 # --- MQAR ---------------------------------------------------------------------------------------
+MQAR_FILLERS = ("marker", "random")
+
+
 @dataclass
 class MqarParams:
     min_pairs: int = field(default=2, metadata={"help": "fewest key-value pairs in training"})
@@ -143,7 +146,12 @@ class MqarParams:
     n_values: int = field(default=32, metadata={"help": "distinct value symbols"})
     power_a: float = field(default=0.01, metadata={"help": "power-law exponent of query distances (Zoology)"})
     show_answers: bool = field(default=True, metadata={
-        "help": "write each answered value into the query region after its key (false: '_', as Zoology does)"})
+        "help": "write each answered value into the query region after its key (false: hidden, as Zoology does)"})
+    filler: str = field(default="marker", metadata={
+        "help": "what fills the query region's empty slots and hidden answers: the marker '_', or random key "
+                "and value symbols (Zoology's default, so distractor keys appear)", "choices": MQAR_FILLERS})
+    distinct_values: bool = field(default=False, metadata={
+        "help": "draw a sample's values without replacement, as Zoology does (needs task.n_values >= pairs)"})
 
 
 @register_task
@@ -152,7 +160,9 @@ class Mqar(KeyValueTask):
     then a query region of S two-token slots; every key is asked once, in a slot drawn without
     replacement with probability ~ a * g^(a-1) (g = slot index from 1, a = power_a), so most
     queries come soon after the context and a few far away. The slot holds `key value`; the loss
-    is on each value, predicted from its key. Empty slots hold '_'. S = max(L, (seq_len - 2L) // 2)."""
+    is on each value, predicted from its key. Empty slots hold '_'. S = max(L, (seq_len - 2L) // 2).
+    Zoology's own variant (its generator's defaults): show_answers=false, filler=random,
+    distinct_values=true."""
 
     name = "mqar"
     Params = MqarParams
@@ -161,7 +171,25 @@ class Mqar(KeyValueTask):
 
     def validate(self) -> None:
         super().validate()
-        check(self.params.power_a > 0, "task.power_a", self.params.power_a, "expected > 0")
+        p = self.params
+        check(p.power_a > 0, "task.power_a", p.power_a, "expected > 0")
+        if p.filler not in MQAR_FILLERS:
+            raise ConfigError("task.filler", p.filler, choices=MQAR_FILLERS)
+        check(not p.distinct_values or p.max_pairs <= p.n_values, "task.max_pairs", p.max_pairs,
+              f"expected <= task.n_values ({p.n_values}) with task.distinct_values: a sample's values are distinct")
+
+    def check_length(self, length: int) -> None:
+        super().check_length(length)
+        if self.params.distinct_values and length > self.params.n_values:
+            raise ConfigError(f"{self.name}.key-value pairs", length,
+                              f"expected <= task.n_values ({self.params.n_values}) with task.distinct_values")
+
+    def key_value_pairs(self, L: int, m: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        keys, values = super().key_value_pairs(L, m, generator)
+        if self.params.distinct_values:  # drawn after the keys, so the keys match the default's
+            first_value = self.vocab[symbol_names(self.params.n_values, "v", letters=False)[0]]
+            values = torch.rand(m, self.params.n_values, generator=generator).argsort(1)[:, :L] + first_value
+        return keys, values
 
     def slots(self, L: int) -> int:
         return max(L, (self.params.seq_len - 2 * L) // 2)
@@ -185,6 +213,10 @@ class Mqar(KeyValueTask):
         # Hidden answers: the input holds '_' where a value is predicted, so a later query cannot
         # narrow its choice to the values not yet asked (Zoology's inputs carry no answers).
         shown = sequence if self.params.show_answers else sequence.masked_fill(answer_mask, self.vocab["_"])
+        if self.params.filler == "random":  # Zoology: every '_' becomes a random key or value symbol
+            first = self.vocab[symbol_names(self.params.n_keys, "k")[0]]
+            noise = torch.randint(0, self.params.n_keys + self.params.n_values, shown.shape, generator=generator) + first
+            shown = torch.where(shown == self.vocab["_"], noise, shown)
         return Batch(shown[:, :-1], sequence[:, 1:], answer_mask[:, 1:], None,
                      {"length": torch.full((m,), L)})
 

@@ -2,8 +2,9 @@
 
 A mixer maps (B, T, D) -> (B, T, D) causally. It owns `hook_pattern`, fed a (B, H, T, T) query x key
 map only while someone listens, so the map costs nothing in ordinary training, and `hook_units`,
-its output split into units before the output projection, (B, T, U, width): heads for attention and
-linear attention (width = head dimension), channels for Mamba, S4D, H3, LSTM and GRU (width 1).
+its output split into units before the output projection, (B, T, U, width): heads for attention,
+linear attention and multi-head H3 (width = head dimension), channels for Mamba, S4D, H3, Hyena, LSTM
+and GRU (width 1).
 A listener that returns a tensor from `hook_units` changes the mixer's output (zero a head, patch a
 channel), which is what the circuits tools (workbench.circuits) build on.
 
@@ -53,6 +54,11 @@ class Mixer(nn.Module):
         self.hook_units = HookPoint()
         if self.has_state:
             self.hook_state = HookPoint()
+
+    @classmethod
+    def check_options(cls, config, options) -> None:
+        """Refuse (ConfigError) Options that do not fit the rest of the model config (a head dimension
+        that does not divide d_model); each field's own range is checked by Options itself."""
 
     @classmethod
     def options_of(cls, config):

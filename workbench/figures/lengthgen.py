@@ -1,0 +1,41 @@
+"""Length-generalization figures that pair what a model attends to with what it gets right."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import color, paper_style
+
+LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "rope": "RoPE",
+          "rope-scaled": "RoPE + log-length scaling"}
+
+
+def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None = None) -> go.Figure:
+    """Left: the last layer's attention entropy at the answer against test length; right: exact match.
+    One line per model (median over seeds, min-max band), log-scaled length, the training length dashed.
+
+    table: columns model, seed, filler, answer_entropy, exact_match."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                        subplot_titles=["attention entropy at the answer (last layer)", "passkey exact match"])
+    for i, (name, rows) in enumerate(table.groupby("model", sort=False)):
+        for col, (value, scale) in enumerate((("answer_entropy", 1), ("exact_match", 100)), start=1):
+            stats = rows.groupby("filler")[value].agg(["median", "min", "max", "count"]).reset_index()
+            if (stats["count"] > 1).any():
+                fig.add_trace(go.Scatter(x=np.concatenate([stats.filler, stats.filler[::-1]]),
+                                         y=np.concatenate([stats["max"], stats["min"][::-1]]) * scale, fill="toself", mode="lines",
+                                         fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
+                                         showlegend=False, legendgroup=name), row=1, col=col)
+            fig.add_trace(go.Scatter(x=stats.filler, y=stats["median"] * scale, mode="lines+markers",
+                                     name=LABELS.get(name, name), legendgroup=name, showlegend=col == 1,
+                                     line=dict(color=color(i), dash="solid" if "scaled" in name else "dot")),
+                          row=1, col=col)
+    lengths = sorted(table.filler.unique())
+    for col in (1, 2):
+        fig.update_xaxes(title_text="filler tokens (log scale)", type="log", tickvals=lengths, row=1, col=col)
+        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1, row=1, col=col)
+    fig.update_yaxes(title_text="entropy (nats)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=2)
+    fig.update_annotations(font_size=10)
+    return paper_style(fig, width="double", height=320, title=title)
