@@ -11,58 +11,19 @@ fits comfortably in the memory available now; otherwise the table says it was sk
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.probes.peak_memory import measure_peak  # noqa: E402  (one home for the measurement)
+
 MiB = 2 ** 20
 
 
-def current_rss() -> int:
-    return _status_kib("VmRSS") * 1024
-
-
-def peak_rss() -> int:
-    return _status_kib("VmHWM") * 1024
-
-
-def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status (this benchmark needs Linux)")
-
-
-def run_case(backend: str, length: int, heads: int, head_dim: int, threads: int) -> dict:
-    """Inside the subprocess: one measured call."""
-    sys.path.insert(0, str(ROOT))
-    import torch
-
-    torch.set_num_threads(threads)
-    try:
-        from workbench.kernels import attention_entropy
-    except ImportError:
-        from kernels import attention_entropy
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, heads, length, head_dim, generator=g) for _ in range(3))
-    with torch.no_grad():
-        attention_entropy(q[..., :64, :], k[..., :64, :], v[..., :64, :], backend=backend)  # warm up
-        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-        before = current_rss()
-        start = time.perf_counter()
-        _, _, entropy = attention_entropy(q, k, v, backend=backend)
-        seconds = time.perf_counter() - start
-    return {"peak_bytes": max(peak_rss() - before, 0), "seconds": seconds,
-            "mean_entropy": float(entropy.mean())}
-
-
 def measure(backend: str, length: int, heads: int, head_dim: int, threads: int) -> dict:
-    command = [sys.executable, __file__, "--case", backend, str(length), str(heads), str(head_dim), str(threads)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return measure_peak(backend, length, heads, head_dim, seed=0, threads=threads)
 
 
 def available_bytes() -> int:
@@ -79,12 +40,7 @@ def main() -> None:
     parser.add_argument("--head-dim", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads per case (1: steadier timings on a shared machine)")
-    parser.add_argument("--case", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.case:
-        backend, length, heads, head_dim, threads = args.case[0], *map(int, args.case[1:])
-        print(json.dumps(run_case(backend, length, heads, head_dim, threads)))
-        return
 
     lengths = [int(x) for x in args.lengths.split(",")]
     print(f"Attention entropy on the CPU: B=1, H={args.heads}, Dh={args.head_dim}, causal, float32, no grad, "

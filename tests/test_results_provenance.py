@@ -45,7 +45,10 @@ def test_every_row_uses_the_five_verdicts_and_shows_each_seed():
             if outcome.verdict != "not tested":
                 assert len(outcome.per_seed) >= 3, (experiment.name, key)
         assert result.provenance["commit"] and result.provenance["machine"]["torch"]
-        assert result.canary and result.canary["run_id"] == result.run_ids[0]
+        if result.canary.get("kind") == "measurement":  # trains nothing: fingerprints its own arithmetic
+            assert result.run_ids == [] and result.canary["values"]
+        else:
+            assert result.canary and result.canary["run_id"] == result.run_ids[0]
     table = [line for line in render().splitlines() if line.startswith("| `")]
     for line in table[: sum(len(e.claims) for e in EXPERIMENTS.values())]:
         assert any(f"**{verdict}**" in line for verdict in VERDICTS), line

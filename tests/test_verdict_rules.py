@@ -185,6 +185,14 @@ def _hybrids(states):
     return {"fast": False, "scores": scores, "parameters": {}}
 
 
+def _streaming_memory(states):
+    """'pass': chunked 20 MiB under a 60 MiB bound, reference 3000 MiB over a 2048 MiB floor, same entropy;
+    'fail': the chunked path over its bound."""
+    return {"fast": False, "at_longest": {str(seed): {
+        "chunked_mib": 20.0 if state == "pass" else 90.0, "bound_mib": 60.0, "reference_mib": 3000.0,
+        "floor_mib": 2048.0, "entropy_difference": 1e-6} for seed, state in enumerate(states)}}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
@@ -194,7 +202,7 @@ def summary_for(experiment, claim, states) -> dict:
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
             "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
-            "hybrids": _hybrids}[name](states)
+            "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory}[name](states)
 
 
 def _claims():

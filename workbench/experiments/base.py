@@ -50,6 +50,9 @@ class Experiment:
     # fast flag after each round; the variants it returns are the next round, until it returns none.
     # `variants` is then the first round. None: the variants are the whole recipe.
     next_round: Callable[[list[tuple[Variant, Run]], bool], list[Variant]] | None = None
+    # A measurement trains nothing (its variants are []; analyze measures): it fingerprints its own
+    # arithmetic instead of a first run's, with numbers this callable computes the same way every time.
+    canary: Callable[[], dict] | None = None
 
     def __post_init__(self):
         keys = [claim.key for claim in self.claims]
@@ -187,7 +190,8 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     # Later rounds follow from the runs of the (seed-filtered) first one, so only the steps apply to them.
     later = Budget(steps=budget.steps) if budget else Budget()
     finished, trained, runs = [], 0.0, None
-    for _ in range(MAX_ROUNDS):
+    rounds = MAX_ROUNDS if variants else 0  # a measurement has nothing to train
+    for _ in range(rounds):
         done = len(finished)
         jobs = [(v.config, f"{name}: " + ", ".join(f"{k}={v}" for k, v in v.labels.items())) for v in variants]
         started = time.time()
@@ -203,7 +207,8 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
         if not variants:
             break
     else:
-        raise ConfigError("experiment", name, f"its rounds did not end after {MAX_ROUNDS}")
+        if rounds:
+            raise ConfigError("experiment", name, f"its rounds did not end after {MAX_ROUNDS}")
     begun = time.time()
     table, summary = experiment.analyze(finished, fast)
     analysis = time.time() - begun
@@ -218,33 +223,40 @@ def run_experiment(name: str, fast: bool = False, progress: bool = True, workers
     result = ExperimentResult(
         name, table, summary, [run.run_id for _, run in finished], runtime_s=round(training + analysis, 1), fast=fast,
         wall_s=round(trained + analysis, 1) if trained_now else previous and previous.wall_s,
-        workers=runs.workers if trained_now else previous.workers if previous else 1,
+        workers=runs.workers if trained_now and runs is not None else previous.workers if previous else 1,
         budget=budget.label if budget else "", outcomes=experiment.decide(summary),
         runs=[{"run_id": run.run_id, "labels": variant.labels, "status": status.get("status"),
                "elapsed_s": status.get("elapsed_s"), "config": variant.config.to_dict()}
               for (variant, run), status in zip(finished, statuses)])
     if path.parent == results.shipped_root():
-        result.provenance, result.canary = _provenance(result, finished, training, analysis)
+        result.provenance, result.canary = _provenance(experiment, result, finished, training, analysis)
     results.write(path, result)
     return result
 
 
-def _provenance(result: ExperimentResult, finished, training: float, analysis: float) -> tuple[dict, dict]:
+def _provenance(experiment: Experiment, result: ExperimentResult, finished, training: float,
+                analysis: float) -> tuple[dict, dict]:
     """Where and how the shipped result was made, and its canary, checked against the stored first run:
-    a stored run made by other arithmetic (an older version of the code) is refused, not reused."""
+    a stored run made by other arithmetic (an older version of the code) is refused, not reused. A
+    measurement (no runs) takes its experiment's own canary."""
     import os
 
     from .canary import compute_canary, machine, matches_stored_run
 
-    variant, run = finished[0]
-    canary = compute_canary(variant.config)
-    agrees, detail = matches_stored_run(canary, run)
-    if not agrees:
-        raise ConfigError("run store", str(run.path),
-                          f"its first run was trained by other arithmetic than this code ({detail}); "
-                          "train the recipe in a fresh store (WORKBENCH_DATA) to make a shipped result")
+    if not finished:
+        canary = {**experiment.canary(), "kind": "measurement", "machine": machine()}
+        seeds = sorted(int(seed) for seed in result.summary.get("seeds", []))
+    else:
+        variant, run = finished[0]
+        canary = compute_canary(variant.config)
+        agrees, detail = matches_stored_run(canary, run)
+        if not agrees:
+            raise ConfigError("run store", str(run.path),
+                              f"its first run was trained by other arithmetic than this code ({detail}); "
+                              "train the recipe in a fresh store (WORKBENCH_DATA) to make a shipped result")
+        seeds = _seeds_of(finished)
     provenance = {**results.git_commit(), "machine": machine(), "cores": os.cpu_count(),
-                  "cpu_s": round(training, 1), "analysis_s": round(analysis, 1), "seeds": _seeds_of(finished),
+                  "cpu_s": round(training, 1), "analysis_s": round(analysis, 1), "seeds": seeds,
                   "created": time.strftime("%Y-%m-%d")}
     return provenance, canary
 

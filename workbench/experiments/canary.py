@@ -89,6 +89,21 @@ def compare(recorded: dict, fresh: dict) -> tuple[bool, str]:
     return False, f"{_name(worst_key)} differs by {worst:.1e} (relative){where}"
 
 
+def compare_measurement(recorded: dict, fresh: dict) -> tuple[bool, str]:
+    """The same check for a measurement's canary: {"values": {name: number}}, bit for bit on the
+    machine that recorded it."""
+    same_machine = recorded.get("machine") == fresh["machine"]
+    rtol = 0.0 if same_machine else MACHINE_RTOL
+    old, new = recorded.get("values", {}), fresh.get("values", {})
+    if sorted(old) != sorted(new):
+        return False, f"different numbers recorded (e.g. {sorted(set(old) ^ set(new))[:3]})"
+    worst = max(((_relative(old[key], new[key]), key) for key in old), default=(0.0, None))
+    where = "" if same_machine else f" (another machine or torch than the recorded one: allowing {rtol:g})"
+    if worst[0] <= rtol:
+        return True, "identical" if worst[0] == 0 else f"largest relative difference {worst[0]:.1e}{where}"
+    return False, f"{worst[1]} differs by {worst[0]:.1e} (relative){where}"
+
+
 def _values(canary: dict) -> dict:
     values = {tuple(row[:5]): row[5] for row in canary["metrics"]}
     values[("weights", "abs_sum")] = canary["weights_abs_sum"]

@@ -74,6 +74,8 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
     Reference("Wang et al. 2024", "Jie Wang, Tao Ji, Yuanbin Wu, Hang Yan, Tao Gui, Qi Zhang, Xuanjing Huang, "
               "Xiaoling Wang", 2024, "Length Generalization of Causal Transformers without Position Encoding",
               "2404.12224"),
+    Reference("Dao et al. 2022", "Tri Dao, Daniel Y. Fu, Stefano Ermon, Atri Rudra, Christopher Ré", 2022,
+              "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", "2205.14135"),
     Reference("Chiang & Cholak 2022", "David Chiang, Peter Cholak", 2022,
               "Overcoming a Theoretical Limitation of Self-Attention", "2202.12172"),
     Reference("Nakanishi 2025", "Ken M. Nakanishi", 2025, "Scalable-Softmax Is Superior for Attention", "2501.19399"),

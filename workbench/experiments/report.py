@@ -168,8 +168,9 @@ def _provenance(result: ExperimentResult) -> str:
         f"torch {machine.get('torch', '?')}, Python {machine.get('python', '?')}, {machine.get('cpu', '?')} "
         f"({p.get('cores', '?')} cores); training {p.get('cpu_s', '?')} s of one core's work, analysis "
         f"{p.get('analysis_s', '?')} s, {runtime_cell(result)} in all.",
-        f"Canary: the first {canary.get('steps', '?')} steps of `{canary.get('run_id', '?')}`.", "",
-        f"Runs: {runs}"])
+        (f"Canary: {canary.get('what', 'numbers the measurement computes')}." if canary.get("kind") == "measurement"
+         else f"Canary: the first {canary.get('steps', '?')} steps of `{canary.get('run_id', '?')}`."), "",
+        f"Runs: {runs or 'none (a measurement: it trains nothing)'}"])
 
 
 def _references(experiments: list[Experiment]) -> list[str]:
@@ -217,8 +218,6 @@ class Check:
 def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
     """Does the shipped result still describe the code? Its runs must be the recipe's runs, its verdicts
     what the rules decide from its summary, and its canary what training computes now."""
-    from .canary import compare, compute_canary
-
     problems, facts = [], []
     recipe = [variant.config.run_id for variant in experiment.variants(False)]
     # An adaptive recipe's later rounds follow from its runs: its first round must lead the result.
@@ -233,10 +232,21 @@ def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
     if not result.canary:
         problems.append("no canary")
     else:
-        config = next(run["config"] for run in result.runs if run["run_id"] == result.canary["run_id"])
-        same, detail = compare(result.canary, compute_canary(RunConfig.from_dict(config), result.canary["steps"]))
+        same, detail = _check_canary(experiment, result)
         (facts if same else problems).append(f"canary {detail}" if same else f"canary: {detail}")
     return Check(experiment.name, not problems, problems or facts)
+
+
+def _check_canary(experiment: Experiment, result: ExperimentResult) -> tuple[bool, str]:
+    """Recompute the canary: a measurement's own numbers, or the first steps of the first run."""
+    from .canary import compare, compare_measurement, compute_canary, machine
+
+    if result.canary.get("kind") == "measurement":
+        if experiment.canary is None:
+            return False, "the result is a measurement's, the experiment now trains runs"
+        return compare_measurement(result.canary, {**experiment.canary(), "machine": machine()})
+    config = next(run["config"] for run in result.runs if run["run_id"] == result.canary["run_id"])
+    return compare(result.canary, compute_canary(RunConfig.from_dict(config), result.canary["steps"]))
 
 
 def check_all(progress=print) -> list[Check]:
