@@ -113,6 +113,7 @@ def test_check_fails_after_a_one_line_change_to_the_arithmetic(tmp_path):
     """On a copy of the code: the shipped result of the quickest canary passes, then fails once AdamW's
     first-moment decay changes from 0.9 to 0.91."""
     canaries = {p.stem: json.loads(p.read_text())["canary"] for p in SHIPPED.glob("*.json")}
+    canaries = {n: c for n, c in canaries.items() if c.get("kind") != "measurement"}  # training canaries only
     name = min(canaries, key=lambda n: len(canaries[n]["metrics"]))  # the fewest probes: the quickest
     results = tmp_path / "results"
     results.mkdir()
