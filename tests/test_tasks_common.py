@@ -118,9 +118,14 @@ def test_show_examples_decodes_every_task(name):
     assert len(examples) == 3
     for example in examples:
         assert len(example["tokens"]) == len(example["targets"]) == len(example["loss_mask"])
-        assert example["answer"] == "".join(s if len(s) == 1 else f"<{s}>" for s, m in
-                                             zip(example["targets"], example["loss_mask"]) if m)
-        if task.trainable:  # a synthetic task's samples start with BOS; an imported model's ids carry no such meaning
+        if task.output == "regression":  # the answer is the real targets under the loss mask
+            assert example["answer"] == " ".join(f"{v:.3f}" for v, m in zip(example["values"], example["loss_mask"]) if m)
+        else:
+            assert example["answer"] == "".join(s if len(s) == 1 else f"<{s}>" for s, m in
+                                                 zip(example["targets"], example["loss_mask"]) if m)
+        if task.trainable and not task.input_dim:
+            # a synthetic token task's samples start with BOS; an imported model's ids carry no such
+            # meaning, nor do the slots of a real-valued task (each marks an x or a y)
             assert example["input"].startswith("^")
         if task.uses_position_ids:
             assert len(example["position_ids"]) == len(example["tokens"])

@@ -29,7 +29,7 @@ def load_model(run: Run, checkpoint: str = MODEL, step: int | None = None):
     (probes.weights=true), in eval mode."""
     from safetensors.torch import load_file
 
-    from .models import build_model
+    from .models import model_for_task
     from .tasks import build_task
 
     if step is not None:
@@ -48,7 +48,7 @@ def load_model(run: Run, checkpoint: str = MODEL, step: int | None = None):
                              else "") + "); only a completed run can be evaluated")
     config = run.config()
     task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab))
+    model = model_for_task(config.model, task)
     problem = safetensors_problem(weights)
     try:
         if problem is None:

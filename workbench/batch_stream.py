@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from .evaluate import answer_rows
 from .tasks.base import Batch
 
 
@@ -25,12 +26,11 @@ from .tasks.base import Batch
 class TrainingBatch:
     batch: Batch
     loss_rows: Tensor  # flat (B * T) indices of the positions in the loss, in row-major order
-    loss_targets: Tensor  # their targets: batch.targets[batch.loss_mask]
+    loss_targets: Tensor  # their targets: batch.targets[batch.loss_mask] (batch.values for regression)
 
 
 def prepare(batch: Batch) -> TrainingBatch:
-    rows = batch.loss_mask.flatten().nonzero().squeeze(1)
-    return TrainingBatch(batch, rows, batch.targets.flatten().index_select(0, rows))
+    return TrainingBatch(batch, *answer_rows(batch))
 
 
 class BatchStream:

@@ -377,6 +377,12 @@ def cmd_task(args) -> int:
                 "loss": ["x" if m else "." for m in example["loss_mask"]]}
         if example["position_ids"] is not None:
             rows["position"] = example["position_ids"]
+        if "values" in example:
+            rows["value"] = [f"{v:.2f}" if m else "." for v, m in zip(example["values"], example["loss_mask"])]
+        if "vectors" in example:  # one row per coordinate the read-in sees
+            width = max(width, 5)
+            rows.update({f"vec[{j}]": [f"{v[j]:.2f}" for v in example["vectors"]]
+                         for j in range(len(example["vectors"][0]))})
         for name, values in rows.items():
             print(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values))
     return 0

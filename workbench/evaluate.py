@@ -28,6 +28,22 @@ def eval_generator(seed: int, length: int | None = None) -> torch.Generator:
     return torch.Generator().manual_seed(EVAL_SEED + 7919 * seed + (length or 0))
 
 
+def answer_loss(logits, rows, targets, reduction: str = "mean"):
+    """The loss on the answer positions (rows: flat indices into B * T, in row-major order, so the
+    loss and gradients equal those of logits[loss_mask]): cross-entropy over the vocabulary, or
+    the squared error where the targets are real numbers (a regression read-out, one output)."""
+    flat = logits.flatten(0, 1).index_select(0, rows)
+    if targets.is_floating_point():
+        return F.mse_loss(flat.squeeze(-1), targets, reduction=reduction)
+    return F.cross_entropy(flat, targets, reduction=reduction)
+
+
+def answer_rows(batch):
+    rows = batch.loss_mask.flatten().nonzero().squeeze(1)
+    targets = batch.targets if batch.values is None else batch.values
+    return rows, targets.flatten().index_select(0, rows)
+
+
 @torch.no_grad()
 def exact_match(model, task, n: int, generator: torch.Generator, length: int | None = None,
                 chunk: int = 256) -> tuple[float, float]:
@@ -36,11 +52,11 @@ def exact_match(model, task, n: int, generator: torch.Generator, length: int | N
     with eval_mode(model):
         for start in range(0, n, chunk):
             batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
-            logits = model(batch.tokens, batch.position_ids)
-            hits += int(task.score(logits.argmax(-1), batch).sum())
-            mask = batch.loss_mask
-            loss_sum += float(F.cross_entropy(logits[mask], batch.targets[mask], reduction="sum"))
-            tokens += int(mask.sum())
+            logits = model(*batch.inputs())
+            hits += int(task.score(task.predictions(logits), batch).sum())
+            rows, targets = answer_rows(batch)
+            loss_sum += float(answer_loss(logits, rows, targets, reduction="sum"))
+            tokens += len(rows)
     return hits / n, loss_sum / max(tokens, 1)
 
 
@@ -63,7 +79,7 @@ def token_accuracy(model, task, n: int, generator: torch.Generator, length: int 
     with eval_mode(model):
         for start in range(0, n, chunk):
             batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
-            predictions = model(batch.tokens, batch.position_ids).argmax(-1)
+            predictions = task.predictions(model(*batch.inputs()))
             mask = batch.loss_mask
             hits += int((predictions[mask] == batch.targets[mask]).sum())
             tokens += int(mask.sum())

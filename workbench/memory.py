@@ -18,12 +18,12 @@ def parameter_count(config) -> int:
     """The number of parameters the config's model has, without allocating them."""
     import torch
 
-    from .models import build_model
+    from .models import model_for_task
     from .tasks import build_task
 
     task = build_task(config.task.name, config.task.params)
     with torch.device("meta"):
-        model = build_model(config.model, len(task.vocab))  # no seed: meta tensors draw no random numbers
+        model = model_for_task(config.model, task)  # no seed: meta tensors draw no random numbers
     return sum(p.numel() for p in model.parameters())
 
 

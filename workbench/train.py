@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
@@ -31,8 +30,8 @@ from .version import __version__
 from .batch_stream import BatchStream
 from .config import RunConfig
 from .errors import ConfigError, DamagedRun
-from .evaluate import eval_generator, exact_match, length_curve, length_rows
-from .models import build_model
+from .evaluate import answer_loss, eval_generator, exact_match, length_curve, length_rows
+from .models import model_for_task
 from .probes import ProbeContext, probe_names, run_probes
 from .memory import check_fits_in_memory
 from .run_files import LOCK, SNAPSHOT_WEIGHTS
@@ -65,7 +64,7 @@ class TrainingState:
 
 
 def build_state(config: RunConfig, task) -> TrainingState:
-    model = build_model(config.model, len(task.vocab), seed=config.train.seed)
+    model = model_for_task(config.model, task, seed=config.train.seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -282,9 +281,8 @@ class _Loop:
             batch = prepared.batch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(c, step)
-            logits = model(batch.tokens, batch.position_ids)
-            # the same rows, in the same order, as logits[batch.loss_mask]: identical loss and gradients
-            loss = F.cross_entropy(logits.flatten(0, 1).index_select(0, prepared.loss_rows), prepared.loss_targets)
+            logits = model(*batch.inputs())
+            loss = answer_loss(logits, prepared.loss_rows, prepared.loss_targets)
             if not torch.isfinite(loss):
                 self.last_loss = loss.item()
                 self.record("loss", float("nan"), step)

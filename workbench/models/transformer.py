@@ -95,24 +95,37 @@ class Block(nn.Module):
 
 
 class SequenceModel(HookedModule):
-    def __init__(self, config, vocab_size: int):
+    """input_dim > 0: the model also reads a real vector per position through a linear read-in
+    added to the token embedding (Garg et al. 2022, arXiv 2208.01066, read vectors this way; our
+    tokens add a learned marker of each slot's kind). output="regression": the read-out is one real
+    number per position (logits of shape (B, T, 1)) instead of a score per vocabulary symbol."""
+
+    def __init__(self, config, vocab_size: int, input_dim: int = 0, output: str = "tokens"):
         super().__init__()
         self.config = config
+        self.input_dim, self.output = input_dim, output
         mixers = config.layer_mixers()
         self.embed = nn.Embedding(vocab_size, config.d_model)
+        self.read_in = nn.Linear(input_dim, config.d_model) if input_dim else None
         self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
         self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers))
         self.norm_final = make_norm(config)
         # sigma_reparam covers every linear layer, the unembedding too (Zhai et al. 2023)
-        self.unembed = make_linear(config.d_model, vocab_size, bias=False, sigma_reparam=config.sigma_reparam)
+        outputs = 1 if output == "regression" else vocab_size
+        self.unembed = make_linear(config.d_model, outputs, bias=False, sigma_reparam=config.sigma_reparam)
         self.apply(partial(_init_weights, scheme=config.init))
         for block in self.blocks:
             block.mixer.init_weights()  # mixer-specific init on top of the generic one
         self.name_hooks()
 
-    def forward(self, tokens: Tensor, position_ids: Tensor | None = None) -> Tensor:
+    def forward(self, tokens: Tensor, position_ids: Tensor | None = None, vectors: Tensor | None = None) -> Tensor:
         positions = self.encoding.positions(tokens, position_ids)
         x = self.embed(tokens)
+        if self.read_in is not None:
+            if vectors is None:
+                raise ValueError(f"this model reads a {self.input_dim}-dimensional vector per position; "
+                                 "call it as model(*batch.inputs())")
+            x = x + self.read_in(vectors)
         added = self.encoding.embed(positions)
         if added is not None:
             x = x + added
@@ -141,8 +154,14 @@ def _init_weights(module: nn.Module, scheme: str) -> None:
         nn.init.normal_(module.weight, std=0.02 if scheme == "gpt2" else 1.0)
 
 
-def build_model(config, vocab_size: int, seed: int | None = None) -> SequenceModel:
+def build_model(config, vocab_size: int, seed: int | None = None, input_dim: int = 0,
+                output: str = "tokens") -> SequenceModel:
     """A model for this config; with a seed its initial weights are reproducible."""
     if seed is not None:
         torch.manual_seed(seed)
-    return SequenceModel(config, vocab_size)
+    return SequenceModel(config, vocab_size, input_dim, output)
+
+
+def model_for_task(config, task, seed: int | None = None) -> SequenceModel:
+    """A model shaped for `task`: its vocabulary, and the read-in and read-out of real-valued tasks."""
+    return build_model(config, len(task.vocab), seed, task.input_dim, task.output)

@@ -18,7 +18,7 @@ TOKENS_PER_FORWARD = 16_384  # samples per forward shrink as the length grows
 
 
 @torch.no_grad()
-def layer_entropies(model, tokens, position_ids=None) -> dict[int, torch.Tensor]:
+def layer_entropies(model, tokens, position_ids=None, vectors=None) -> dict[int, torch.Tensor]:
     """{layer: (B, H, T) per-query entropy} of every attention layer, from one forward."""
     layers = attention_layers(model)
     found: dict[int, torch.Tensor] = {}
@@ -29,7 +29,7 @@ def layer_entropies(model, tokens, position_ids=None) -> dict[int, torch.Tensor]
         return listener
 
     with model.hooks({f"blocks.{layer}.mixer.hook_entropy": keep(layer) for layer in layers}):
-        model(tokens, position_ids)
+        model(tokens, position_ids) if vectors is None else model(tokens, position_ids, vectors)
     return found
 
 
@@ -55,7 +55,7 @@ def entropy_at_length(model, task, length: int, n: int, seed: int = 0,
             chunk = min(n - done, per_forward)
             batch = task.sample(chunk, generator, length=length, train=False)
             valid = answer_queries(batch) if at_answer else batch.tokens != 0
-            for layer, entropy in layer_entropies(model, batch.tokens, batch.position_ids).items():
+            for layer, entropy in layer_entropies(model, *batch.inputs()).items():
                 raw, normalized = summarize_row_entropy(entropy, valid)
                 previous = sums.setdefault(layer, [torch.zeros_like(raw), torch.zeros_like(raw)])
                 previous[0] += raw * chunk

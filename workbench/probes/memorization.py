@@ -43,7 +43,7 @@ def fresh_sample(task, config, n: int):
 @torch.no_grad()
 def teacher_forced_match(model, batch) -> torch.Tensor:
     """(B,) bool: every answer token is the argmax given the true prefix."""
-    predictions = model(batch.tokens, batch.position_ids).argmax(-1)
+    predictions = model(*batch.inputs()).argmax(-1)
     return ~((predictions != batch.targets) & batch.loss_mask).any(1)
 
 

@@ -34,7 +34,7 @@ def run_probes(model, batch, names: list[str], snapshot_examples: int = 0, conte
     if snapshot_examples:
         suffixes.add("mixer.hook_pattern")
     with eval_mode(model), torch.no_grad():
-        _, cache = model.run_with_cache(batch.tokens, batch.position_ids,
+        _, cache = model.run_with_cache(*batch.inputs(),
                                         names=lambda name: any(name.endswith(s) for s in suffixes))
         parts = [probe(model, batch, cache) for probe in probes]
     result = ProbeResult()

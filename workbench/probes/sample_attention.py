@@ -41,7 +41,7 @@ def sample_attention(model, task, length: int, index: int = 0, seed: int = 0, ma
         task = task.at_offset(offset, "--offset")
     batch = task.sample(index + 1, eval_generator(seed, length), length=length, train=False).select(slice(index, index + 1))
     with eval_mode(model):
-        logits, cache = model.run_with_cache(batch.tokens, batch.position_ids,
+        logits, cache = model.run_with_cache(*batch.inputs(),
                                              names=lambda name: maps and name.endswith("mixer.hook_pattern"))
     predictions = logits.argmax(-1)
     keep = batch.tokens[0] != 0  # padding is id 0, on the right

@@ -23,19 +23,31 @@ class Batch:
     loss_mask: Tensor  # (B, T) bool: where the loss (and exact match) counts
     position_ids: Tensor | None = None  # (B, T) long, for tasks with structured positions
     meta: dict[str, Tensor] = field(default_factory=dict)  # per-sample facts, e.g. "length"
+    # Tasks with real-valued tokens (in-context regression): the model reads `vectors` through a
+    # linear read-in added to the token embedding (the tokens then only mark each slot's kind),
+    # and a regression task is scored on `values`, the real-valued targets, where the loss mask is set.
+    vectors: Tensor | None = None  # (B, T, d_in) float
+    values: Tensor | None = None  # (B, T) float
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
 
+    def inputs(self) -> tuple:
+        """What the model is called with: model(*batch.inputs())."""
+        if self.vectors is None:
+            return self.tokens, self.position_ids
+        return self.tokens, self.position_ids, self.vectors
+
+    def _map(self, fn) -> "Batch":
+        apply = lambda t: None if t is None else fn(t)  # noqa: E731
+        return Batch(apply(self.tokens), apply(self.targets), apply(self.loss_mask), apply(self.position_ids),
+                     {k: apply(v) for k, v in self.meta.items()}, apply(self.vectors), apply(self.values))
+
     def to(self, device) -> "Batch":
-        move = lambda t: None if t is None else t.to(device)  # noqa: E731
-        return Batch(move(self.tokens), move(self.targets), move(self.loss_mask),
-                     move(self.position_ids), {k: move(v) for k, v in self.meta.items()})
+        return self._map(lambda t: t.to(device))
 
     def select(self, index) -> "Batch":
-        pick = lambda t: None if t is None else t[index]  # noqa: E731
-        return Batch(pick(self.tokens), pick(self.targets), pick(self.loss_mask),
-                     pick(self.position_ids), {k: pick(v) for k, v in self.meta.items()})
+        return self._map(lambda t: t[index])
 
 
 class Vocab:
@@ -72,6 +84,11 @@ class Task:
     # answer right, so a low exact match does not mean the run failed to learn
     exact_match_reachable: ClassVar[bool] = True
     id_offset: int | None = None
+    # Real-valued tasks (in-context regression and Boolean functions): the size of each vector the
+    # model reads (Batch.vectors), and "regression" where the model predicts one real number per
+    # position, trained on the squared error against Batch.values, instead of a next-token class.
+    input_dim: int = 0
+    output: ClassVar[str] = "tokens"
 
     def __init__(self, params=None):
         self.params = params if params is not None else self.Params()
@@ -132,6 +149,10 @@ class Task:
     def decode(self, tokens) -> str:
         return self.vocab.decode(tokens)
 
+    def predictions(self, logits: Tensor) -> Tensor:
+        """The model's answer at every position: the likeliest symbol (a real number for regression)."""
+        return logits.argmax(-1)
+
     def score(self, predictions: Tensor, batch: Batch) -> Tensor:
         """Exact match per sample: every position under the loss mask predicted right."""
         wrong = (predictions != batch.targets) & batch.loss_mask
@@ -175,13 +196,20 @@ def concat_padded(batches: list[Batch]) -> Batch:
             return None
         return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value)
 
-    has_pos = batches[0].position_ids is not None
+    def pad_rows(t: Tensor | None) -> Tensor | None:  # (B, T, d) vectors: pad the T axis
+        return None if t is None else torch.nn.functional.pad(t, (0, 0, 0, width - t.shape[1]))
+
+    def cat(ts: list) -> Tensor | None:
+        return None if ts[0] is None else torch.cat(ts)
+
     return Batch(
         torch.cat([pad(b.tokens) for b in batches]),
         torch.cat([pad(b.targets) for b in batches]),
         torch.cat([pad(b.loss_mask, False) for b in batches]),
-        torch.cat([pad(b.position_ids) for b in batches]) if has_pos else None,
+        cat([pad(b.position_ids) for b in batches]),
         {k: torch.cat([b.meta[k] for b in batches]) for k in batches[0].meta},
+        cat([pad_rows(b.vectors) for b in batches]),
+        cat([pad(b.values, 0.0) for b in batches]),
     )
 
 

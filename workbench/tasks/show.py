@@ -21,16 +21,29 @@ def show_examples(task: Task, n: int = 5, seed: int = 0, length: int | None = No
         mask = batch.loss_mask[i, :size].tolist()
         positions = None if batch.position_ids is None else batch.position_ids[i, :size].tolist()
         symbols = [task.vocab.symbols[t] for t in tokens]
-        examples.append({
+        example = {
             "input": task.decode(tokens),
             "answer": task.decode([t for t, m in zip(targets, mask) if m]),
             "tokens": symbols,
             "targets": [task.vocab.symbols[t] for t in targets],
             "loss_mask": mask,
             "position_ids": positions,
-            "meta": {k: v[i].tolist() for k, v in batch.meta.items()},
-        })
+            "meta": {k: _rounded(v[i]) for k, v in batch.meta.items()},
+        }
+        if batch.vectors is not None:  # real-valued tasks: what the read-in sees at every slot
+            example["vectors"] = _rounded(batch.vectors[i, :size])
+        if batch.values is not None:  # regression: the real targets under the loss mask
+            example["values"] = _rounded(batch.values[i, :size])
+            example["answer"] = " ".join(f"{v:.3f}" for v, m in zip(example["values"], mask) if m)
+        examples.append(example)
     return examples
+
+
+def _rounded(t: torch.Tensor):
+    """Plain Python values; floats to 4 decimals so a shown sample stays readable."""
+    if t.is_floating_point():
+        return torch.round(t.double(), decimals=4).tolist()
+    return t.tolist()
 
 
 def _unpadded(batch, i: int) -> int:

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from ...config import RunConfig
-from ...models import build_model
+from ...models import model_for_task
 from ...tasks import build_task
 
 
@@ -44,7 +44,7 @@ def steps_to_reach(curve: pd.Series, threshold: float) -> float:
 def state_size(config: RunConfig, length: int) -> int:
     """Numbers all mixers of the model carry after `length` tokens (per sequence)."""
     task = build_task(config.task.name, config.task.params)
-    model = build_model(config.model, len(task.vocab))
+    model = model_for_task(config.model, task)
     return int(sum(block.mixer.state_size(length) for block in model.blocks))
 
 

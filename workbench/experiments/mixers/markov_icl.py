@@ -53,7 +53,7 @@ def excess_loss(model, task, n: int, generator: torch.Generator, length: int | N
     with eval_mode(model):
         for start in range(0, n, 256):
             batch = task.sample(min(256, n - start), generator, length=length, train=False)
-            logits = model(batch.tokens, batch.position_ids).double()
+            logits = model(*batch.inputs()).double()
             loss = -logits.log_softmax(-1).gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
             total = total + torch.where(batch.loss_mask, loss - task.bayes_loss(batch), 0.0).sum(0)
             count = count + batch.loss_mask.sum(0)

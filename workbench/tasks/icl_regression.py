@@ -1,0 +1,147 @@
+"""In-context linear regression (Garg et al. 2022, "What can Transformers learn in-context? A case
+study of simple function classes", arXiv 2208.01066): every sequence draws its own weight vector
+w ~ N(0, I_d) and shows (x_1, w.x_1, x_2, w.x_2, ..., x_k); the model predicts w.x_i at every x_i
+from the examples before it, so the only way to do well is to fit w in context.
+
+The model reads each slot as a vector through a linear read-in: an x slot carries x_i, a y slot
+carries (y_i, 0, ..., 0), as in Garg et al.; the tokens `x` and `y` mark which is which. The
+"length" of a sample is its number of examples k (2k - 1 input slots).
+
+Options beyond the paper's isotropic setting: `noise` (std of Gaussian noise added to y), `kappa`
+(each sequence's inputs get a covariance with a random rotation and a condition number drawn
+uniformly from [1, kappa], eigenvalues spaced evenly in log and with mean 1), and, in
+`icl_sparse_regression`, w with only `sparsity` nonzero coordinates.
+
+Exact match makes no sense for real numbers; a sample counts as solved when its final query's
+squared error, divided by d, is below `tolerance` (predicting 0 scores about 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..errors import check
+from .base import Batch, Task, Vocab, concat_padded, register_task, split_by_length
+from .common import check_range, draw_lengths
+
+
+@dataclass
+class RegressionParams:
+    dim: int = field(default=8, metadata={"help": "input dimension d"})
+    min_examples: int = field(default=17, metadata={"help": "fewest in-context examples in training"})
+    max_examples: int = field(default=17, metadata={"help": "most in-context examples in training"})
+    noise: float = field(default=0.0, metadata={"help": "std of Gaussian noise added to each y"})
+    kappa: float = field(default=1.0, metadata={"help": "largest condition number of the input covariance (1: isotropic)"})
+    sparsity: int = field(default=0, metadata={"help": "nonzero coordinates of w (0: all d)"})
+    tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d below which a sample counts as solved"})
+
+
+@register_task
+class ICLLinearRegression(Task):
+    name = "icl_linear_regression"
+    Params = RegressionParams
+    description = "predict y = w.x for a fresh w per sequence from the (x, y) examples before it"
+    length_name = "examples"
+    output = "regression"
+    exact_match_reachable = False  # "solved" is a tolerance on a real number; compare errors instead
+
+    def validate(self) -> None:
+        p = self.params
+        check(1 <= p.dim <= 256, "task.dim", p.dim, "expected 1..256")
+        check_range("task", "min_examples", p.min_examples, "max_examples", p.max_examples)
+        check(p.noise >= 0, "task.noise", p.noise, "expected >= 0")
+        check(p.kappa >= 1, "task.kappa", p.kappa, "expected a condition number >= 1")
+        check(0 <= p.sparsity <= p.dim, "task.sparsity", p.sparsity, f"expected 0..task.dim ({p.dim})")
+        check(p.tolerance > 0, "task.tolerance", p.tolerance, "expected > 0")
+        self.input_dim = p.dim
+
+    def build_vocab(self) -> Vocab:
+        return Vocab(["x", "y"])
+
+    def train_lengths(self) -> tuple[int, int]:
+        return self.params.min_examples, self.params.max_examples
+
+    def sequence_length(self, length: int) -> int:
+        return 2 * length - 1
+
+    def _sample(self, n, generator, length, train) -> Batch:
+        lengths = draw_lengths(n, *self.train_lengths(), generator, length)
+        return concat_padded([self._fixed_length(k, idx.numel(), generator) for k, idx in split_by_length(lengths)])
+
+    # --- the data -----------------------------------------------------------------------------
+    def draw_weights(self, m: int, generator) -> Tensor:
+        p = self.params
+        w = torch.randn(m, p.dim, generator=generator)
+        if p.sparsity:  # keep a random subset of `sparsity` coordinates per sequence
+            keep = torch.rand(m, p.dim, generator=generator).argsort(-1)[:, :p.sparsity]
+            w = w * torch.zeros_like(w).scatter_(1, keep, 1.0)
+        return w
+
+    def draw_inputs(self, m: int, k: int, generator) -> tuple[Tensor, Tensor]:
+        """(xs (m, k, d), covariance (m, d, d)): isotropic for kappa = 1, else a random rotation of
+        eigenvalues spaced evenly in log from 1 to 1/c (c ~ U[1, kappa]), rescaled to mean 1."""
+        d, kappa = self.params.dim, self.params.kappa
+        z = torch.randn(m, k, d, generator=generator)
+        if kappa == 1:
+            return z, torch.eye(d).expand(m, d, d).clone()
+        condition = 1 + (kappa - 1) * torch.rand(m, 1, generator=generator)
+        spread = torch.linspace(0, 1, d).unsqueeze(0)
+        eigenvalues = condition ** -spread
+        eigenvalues = eigenvalues / eigenvalues.mean(-1, keepdim=True)
+        rotation, _ = torch.linalg.qr(torch.randn(m, d, d, generator=generator))
+        root = rotation * eigenvalues.sqrt().unsqueeze(1)  # Q diag(sqrt(lambda))
+        return z @ root.transpose(1, 2), root @ root.transpose(1, 2)
+
+    def _fixed_length(self, k: int, m: int, generator) -> Batch:
+        d = self.params.dim
+        w = self.draw_weights(m, generator)
+        xs, covariance = self.draw_inputs(m, k, generator)
+        ys = (xs @ w.unsqueeze(-1)).squeeze(-1) + self.params.noise * torch.randn(m, k, generator=generator)
+        T = 2 * k - 1
+        vectors = torch.zeros(m, 2 * k, d)
+        vectors[:, 0::2] = xs
+        vectors[:, 1::2, 0] = ys
+        tokens = torch.full((m, 2 * k), self.vocab["y"])
+        tokens[:, 0::2] = self.vocab["x"]
+        loss_mask = torch.zeros(m, T, dtype=torch.bool)
+        loss_mask[:, 0::2] = True
+        values = torch.zeros(m, T)
+        values[:, 0::2] = ys
+        meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
+        return Batch(tokens[:, :T], tokens[:, 1:T + 1], loss_mask, None, meta, vectors[:, :T], values)
+
+    # --- reading a batch back -----------------------------------------------------------------
+    @staticmethod
+    def examples(batch: Batch) -> tuple[Tensor, Tensor]:
+        """(xs (B, k, d), ys (B, k)) of a batch: the inputs and targets at its query slots."""
+        return batch.vectors[:, 0::2], batch.values[:, 0::2]
+
+    def predictions(self, logits: Tensor) -> Tensor:
+        return logits[..., 0]
+
+    def squared_errors(self, predictions: Tensor, batch: Batch) -> Tensor:
+        """(B, k) squared error / d at each query: position i has seen i examples."""
+        return (predictions[:, 0::2] - batch.values[:, 0::2]) ** 2 / self.params.dim
+
+    def score(self, predictions: Tensor, batch: Batch) -> Tensor:
+        last = batch.meta["length"] - 1  # each sample's final query (samples may differ in length)
+        errors = self.squared_errors(predictions, batch)
+        return errors.gather(1, last.unsqueeze(1)).squeeze(1) < self.params.tolerance
+
+
+@register_task
+class ICLSparseRegression(ICLLinearRegression):
+    """Sparse linear regression in context (Garg et al. 2022 sec. 4): w has `sparsity` nonzeros."""
+
+    name = "icl_sparse_regression"
+    description = "in-context linear regression where each w has only `sparsity` nonzero coordinates"
+
+    @dataclass
+    class Params(RegressionParams):
+        sparsity: int = field(default=2, metadata={"help": "nonzero coordinates of w"})
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.params.sparsity >= 1, "task.sparsity", self.params.sparsity, "expected >= 1 for sparse regression")
