@@ -125,3 +125,43 @@ def test_task_show_json_prints_vectors_and_targets(capsys):
         assert example["values"][slot] == pytest.approx(w[0] * x[0] + w[1] * x[1], abs=1e-3)
     assert main(["task", "show", "icl_linear_regression", "dim=2", "--n", "1", "--length", "2"]) == 0
     assert "vec[1]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("function", ["conjunction", "disjunction", "parity"])
+def test_boolean_labels_follow_a_plain_loop_oracle(function):
+    task = build_task("icl_boolean", {"bits": 6, "function": function, "relevant": 3})
+    batch = task.sample(40, gen(5), length=7)
+    bits = (batch.vectors[:, 0::2] > 0).long()
+    labels = task.labels(batch)
+    for b in range(40):
+        reads = batch.meta["relevant"][b].tolist()
+        negated = batch.meta["negated"][b].tolist()
+        for i in range(7):
+            literals = [bool(bits[b, i, j]) != negated[j] for j in range(6) if reads[j]]
+            expected = {"conjunction": all(literals), "disjunction": any(literals),
+                        "parity": sum(literals) % 2 == 1}[function]
+            assert labels[b, i] == int(expected)
+            if i < 6:  # the y slot after each query shows its label as +-1
+                assert batch.vectors[b, 2 * i + 1, 0] == (1.0 if expected else -1.0)
+    if function == "parity":
+        assert ((batch.meta["relevant"]).sum(-1) == 3).all()
+
+
+def test_boolean_inputs_keep_both_labels_common():
+    task = build_task("icl_boolean", {"bits": 12, "function": "conjunction", "positive": 0.3})
+    rate = float(task.labels(task.sample(2000, gen(0), length=10)).float().mean())
+    # at least the forced 30% are positive; uniform inputs alone would give about 2^-4
+    assert 0.3 <= rate <= 0.6
+    with pytest.raises(ConfigError, match="task.function"):
+        build_task("icl_boolean", {"function": "majority"})
+
+
+def test_boolean_model_scores_the_final_query():
+    task = build_task("icl_boolean", {"bits": 4})
+    model = model_for_task(RunConfig().model, task, seed=0).eval()
+    batch = task.sample(32, gen(2), length=5, train=False)
+    with torch.no_grad():
+        logits = model(*batch.inputs())
+    assert logits.shape == (32, 9, len(task.vocab))
+    predictions = task.predictions(logits)
+    assert torch.equal(task.score(predictions, batch), task.correct(predictions, batch)[:, -1])
