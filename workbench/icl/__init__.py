@@ -1,0 +1,1 @@
+"""In-context learning of function classes: closed-form baselines and analysis."""
