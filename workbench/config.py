@@ -69,6 +69,8 @@ class ModelConfig:
     norm: str = setting("layernorm", "every norm of the model (before each mixer and MLP, and the final one): "
                                      "layernorm (with a bias) or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich "
                                      "2019); eps 1e-5 both")
+    looped: bool = setting(False, "a looped model: one block's weights applied n_layers times (Dehghani et al. 2019; "
+                                  "Yang et al. 2023); the number of loops can be changed after training")
     mixer_options: dict = setting({}, "settings a mixer declares itself (its Options dataclass), beyond the shared "
                                       "ones above; given as model.NAME=value like any other")
 
@@ -119,7 +121,8 @@ class ProbeConfig:
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
-                  ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False)]
+                  ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
+                  ("model", None, "looped", False)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -191,6 +194,8 @@ class RunConfig:
             check(getattr(m, name) >= 1, f"model.{name}", getattr(m, name), "expected >= 1")
         check(m.d_model % m.n_heads == 0, "model.n_heads", m.n_heads,
               f"expected a divisor of model.d_model ({m.d_model})")
+        check(not (m.looped and m.layers), "model.looped", m.looped,
+              "expected false with model.layers (a looped model repeats one block: set model.mixer and model.n_layers)")
         _finite_numbers(self)
         check(m.mlp_ratio >= 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0, or 0 for no MLP")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")

@@ -1,5 +1,8 @@
 """A decoder-only stack: embeddings, pre-norm blocks (mixer + MLP), final norm, unembedding.
 
+model.looped=true makes it a looped model: one block applied n_layers times with shared weights;
+`model.loops` can be set to another count after training (depth chosen at test time).
+
 The norms are LayerNorms, or RMSNorms with model.norm=rmsnorm; model.mlp_ratio=0 leaves the MLP
 (and its norm) out, so a block is x + mixer(norm(x)) alone: with rmsnorm, Mamba's own block
 (Gu and Dao 2023, arXiv 2312.00752), which transformers' MambaForCausalLM computes.
@@ -108,7 +111,10 @@ class SequenceModel(HookedModule):
         self.embed = nn.Embedding(vocab_size, config.d_model)
         self.read_in = nn.Linear(input_dim, config.d_model) if input_dim else None
         self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
-        self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers))
+        # a looped model holds one block and applies it `loops` times; `loops` may change after training
+        self.loops = len(mixers) if config.looped else 1
+        self.blocks = nn.ModuleList(Block(config, name, i) for i, name in enumerate(mixers[:1] if config.looped
+                                                                                   else mixers))
         self.norm_final = make_norm(config)
         # sigma_reparam covers every linear layer, the unembedding too (Zhai et al. 2023)
         outputs = 1 if output == "regression" else vocab_size
@@ -130,9 +136,14 @@ class SequenceModel(HookedModule):
         if added is not None:
             x = x + added
         context = MixerContext(positions, self.encoding)
-        for block in self.blocks:
+        for block in self.applied_blocks():
             x = block(x, context)
         return self.unembed(self.norm_final(x))
+
+    def applied_blocks(self) -> list:
+        """The blocks in the order the forward pass applies them: a looped model's one block `loops`
+        times (its hook points then fire once per loop, the last loop's value is what a cache keeps)."""
+        return list(self.blocks) * self.loops
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

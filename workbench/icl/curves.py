@@ -1,0 +1,51 @@
+"""Error against the number of in-context examples: a trained model's curve and the closed-form
+baselines' curves, on the very same sequences, as tidy rows a figure or a table reads.
+
+A causal model predicts every query of a sequence in one forward pass, and its prediction at query
+i has seen i examples; so one batch of sequences with k examples gives the whole curve 0..k-1.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from ..evaluate import eval_mode
+from .baselines import BASELINES, squared_error_curve
+
+CHUNK = 512
+
+
+@torch.no_grad()
+def model_curve(model, task, batch) -> torch.Tensor:
+    """(k,) the model's mean squared error / d at each query of `batch` (regression tasks), or its
+    mean error rate (Boolean tasks: 1 - accuracy), so lower is better either way."""
+    total = None
+    with eval_mode(model):
+        for start in range(0, len(batch), CHUNK):
+            part = batch.select(slice(start, start + CHUNK))
+            predictions = task.predictions(model(*part.inputs()))
+            if task.output == "regression":
+                errors = task.squared_errors(predictions, part).double()
+            else:
+                errors = (~task.correct(predictions, part)).double()
+            total = errors.sum(0) if total is None else total + errors.sum(0)
+    return total / len(batch)
+
+
+def baseline_curves(task, batch, names: list[str] | None = None) -> dict[str, torch.Tensor]:
+    """{name: (k,) mean squared error / d} of the closed-form estimators on `batch`'s examples."""
+    xs, ys = task.examples(batch)
+    chosen = names if names is not None else list(BASELINES)
+    return {name: squared_error_curve(BASELINES[name](xs, ys), ys, task.params.dim) for name in chosen}
+
+
+def curve_rows(curve: torch.Tensor, **labels) -> list[dict]:
+    """Tidy rows: one per number of in-context examples (0 .. k-1)."""
+    return [{**labels, "examples": i, "error": float(v)} for i, v in enumerate(curve)]
+
+
+def baseline_frame(task, batch, names: list[str] | None = None) -> pd.DataFrame:
+    rows = []
+    for name, curve in baseline_curves(task, batch, names).items():
+        rows += curve_rows(curve, model=name, kind="baseline")
+    return pd.DataFrame(rows)
