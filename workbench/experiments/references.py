@@ -96,6 +96,11 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
               "Zac Hatfield-Dodds, Danny Hernandez, Scott Johnston, Andy Jones, Jackson Kernion, Liane Lovitt, "
               "Kamal Ndousse, Dario Amodei, Tom Brown, Jack Clark, Jared Kaplan, Sam McCandlish, Chris Olah", 2022,
               "In-context Learning and Induction Heads", "2209.11895"),
+    Reference("Garg et al. 2022", "Shivam Garg, Dimitris Tsipras, Percy Liang, Gregory Valiant", 2022,
+              "What Can Transformers Learn In-Context? A Case Study of Simple Function Classes", "2208.01066"),
+    Reference("Bhattamishra et al. 2023", "Satwik Bhattamishra, Arkil Patel, Phil Blunsom, Varun Kanade", 2023,
+              "Understanding In-Context Learning in Transformers and LLMs by Learning to Learn Discrete Functions",
+              "2310.03016"),
 ]}
 
 

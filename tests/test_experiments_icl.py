@@ -1,0 +1,48 @@
+"""icl-regression and icl-boolean end to end on the fast budget, and the Boolean learners."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workbench.experiments import run_experiment
+from workbench.icl.boolean import elimination, nearest_neighbour, sparse_parity_vote
+from workbench.tasks import build_task
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_icl_regression_fast_run_has_every_curve_and_judges_nothing(data_dir):
+    result = run_experiment("icl-regression", fast=True, progress=False, workers=1)
+    table = result.table
+    assert set(table[table.kind == "model"].model) == {"attention", "linear_attention", "mamba", "lstm"}
+    assert {"least squares", "ridge"} <= set(table[table.kind == "baseline"].model)
+    assert sorted(table.examples.unique()) == list(range(11))
+    assert set(result.verdicts().values()) == {"not tested"}
+    assert result.summary["least_squares_at_2d"] > 0  # label noise: least squares is not exact at 2d
+
+
+def test_icl_boolean_fast_run_scores_models_and_learners(data_dir):
+    result = run_experiment("icl-boolean", fast=True, progress=False, workers=1)
+    table = result.table
+    assert set(table.function) == {"conjunction", "parity"}
+    # the optimal learners on these sequences: near perfect once half the examples are in
+    assert min(result.summary["optimal_late_accuracy"].values()) > 0.95
+    assert set(result.verdicts().values()) == {"not tested"}
+
+
+def test_learners_against_their_definitions():
+    task = build_task("icl_boolean", {"bits": 6, "function": "conjunction"})
+    batch = task.sample(200, torch.Generator().manual_seed(0), length=30)
+    bits, labels = (batch.vectors[:, 0::2] > 0).long(), task.labels(batch)
+    predicted = elimination(bits, labels)
+    # elimination keeps every literal of the true conjunction, so it never calls a true negative positive
+    assert not ((predicted == 1) & (labels == 0)).any()
+    assert (predicted[:, -10:] == labels[:, -10:]).float().mean() > 0.95
+    # nearest neighbour copies the label of an exact repeat
+    repeated_bits = torch.tensor([[[1, 0, 1], [0, 0, 0], [1, 0, 1]]])
+    assert nearest_neighbour(repeated_bits, torch.tensor([[1, 0, 0]]))[0, 2] == 1
+    # the parity vote is exact once the examples pin the pair down
+    parity = build_task("icl_boolean", {"bits": 5, "function": "parity", "relevant": 2})
+    batch = parity.sample(100, torch.Generator().manual_seed(1), length=25)
+    bits, labels = (batch.vectors[:, 0::2] > 0).long(), parity.labels(batch)
+    assert (sparse_parity_vote(bits, labels, 2)[:, -5:] == labels[:, -5:]).all()

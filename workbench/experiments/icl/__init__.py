@@ -1,0 +1,2 @@
+"""In-context learning of function classes: regression and Boolean functions in context."""
+from . import boolean, regression  # noqa: F401  (registration: icl-boolean, icl-regression)

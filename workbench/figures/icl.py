@@ -1,0 +1,85 @@
+"""Figures of in-context learning of function classes: error against the number of in-context
+examples, trained models beside the closed-form algorithms. Pure functions from tidy tables."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import color, paper_style
+
+BASELINE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
+
+
+def error_vs_examples(table: pd.DataFrame, y_title: str = "squared error / d", log_y: bool = True,
+                      mark: int | None = None, title: str | None = None) -> go.Figure:
+    """One solid line per trained model (median over seeds, min-max band where there are several)
+    and one grey dashed line per closed-form baseline, against the number of in-context examples.
+
+    table: columns model, kind ("model" or "baseline"), seed (models), examples, error.
+    mark: an x to draw a vertical rule at (e.g. 2d, where a claim is judged)."""
+    fig = go.Figure()
+    models = table[table.kind == "model"]
+    for i, (name, rows) in enumerate(models.groupby("model", sort=False)):
+        stats = rows.groupby("examples")["error"].agg(["median", "min", "max", "count"]).reset_index()
+        if (stats["count"] > 1).any():
+            fig.add_trace(go.Scatter(x=np.concatenate([stats.examples, stats.examples[::-1]]),
+                                     y=np.concatenate([stats["max"], stats["min"][::-1]]), fill="toself",
+                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
+                                     showlegend=False, legendgroup=str(name)))
+        fig.add_trace(go.Scatter(x=stats.examples, y=stats["median"], mode="lines+markers", name=str(name),
+                                 line=dict(color=color(i)), marker=dict(size=4), legendgroup=str(name),
+                                 hovertemplate="%{x} examples<br>error %{y:.4f}<extra>" + str(name) + "</extra>"))
+    baselines = table[table.kind == "baseline"]
+    for j, (name, rows) in enumerate(baselines.groupby("model", sort=False)):
+        rows = rows.sort_values("examples")
+        fig.add_trace(go.Scatter(x=rows.examples, y=rows.error, mode="lines", name=str(name),
+                                 line=dict(color="grey", dash=BASELINE_DASHES[j % len(BASELINE_DASHES)], width=1.5),
+                                 hovertemplate="%{x} examples<br>error %{y:.4f}<extra>" + str(name) + "</extra>"))
+    if mark is not None:
+        fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1)
+    fig.update_xaxes(title="in-context examples")
+    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+    if log_y and len(models):
+        # least squares spikes where the examples just determine w (d of them, with noise): keep the
+        # axis on the trained models' range so the spike does not flatten every other curve
+        low, high = table.error[table.error > 0].min(), models.error.max()
+        fig.update_yaxes(range=[np.log10(low) - 0.1, np.log10(high * 3)])
+    return paper_style(fig, height=340, title=title)
+
+
+def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None) -> go.Figure:
+    """One panel per function class: accuracy per query against the number of in-context examples,
+    one solid line per trained model (median over seeds, min-max band) and grey dashed lines for the
+    learning algorithms; the dotted rule marks where the late queries (the judged ones) begin.
+
+    table: columns function, model, kind, seed (models), examples, accuracy."""
+    functions = list(dict.fromkeys(table.function))
+    fig = make_subplots(rows=1, cols=len(functions), shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=functions)
+    models = list(dict.fromkeys(table[table.kind == "model"].model))
+    for col, function in enumerate(functions, start=1):
+        part = table[table.function == function]
+        for i, name in enumerate(models):
+            rows = part[part.model == name]
+            stats = rows.groupby("examples")["accuracy"].agg(["median", "min", "max", "count"]).reset_index()
+            if (stats["count"] > 1).any():
+                fig.add_trace(go.Scatter(x=np.concatenate([stats.examples, stats.examples[::-1]]),
+                                         y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100, fill="toself",
+                                         fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
+                                         showlegend=False, legendgroup=name), row=1, col=col)
+            fig.add_trace(go.Scatter(x=stats.examples, y=stats["median"] * 100, mode="lines", name=name,
+                                     line=dict(color=color(i)), legendgroup=name, showlegend=col == 1,
+                                     hovertemplate="%{x} examples<br>%{y:.1f}%<extra>" + name + "</extra>"),
+                          row=1, col=col)
+        for j, (name, rows) in enumerate(part[part.kind == "baseline"].groupby("model", sort=False)):
+            fig.add_trace(go.Scatter(x=rows.examples, y=rows.accuracy * 100, mode="lines", name=name,
+                                     line=dict(color="grey", dash=BASELINE_DASHES[j % len(BASELINE_DASHES)], width=1.5),
+                                     hovertemplate="%{x} examples<br>%{y:.1f}%<extra>" + name + "</extra>"),
+                          row=1, col=col)
+        if mark is not None:
+            fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=col)
+        fig.update_xaxes(title="in-context examples", row=1, col=col)
+    fig.update_yaxes(title="accuracy (%)", range=[40, 101], row=1, col=1)
+    return paper_style(fig, height=340, title=title)
