@@ -30,9 +30,9 @@ TASK = ["task.name=icl_linear_regression", f"task.dim={DIM}", f"task.noise={NOIS
 # width 64. The attention-free models get no positional encoding, as in the other mixer recipes.
 MODELS = {
     "attention": ["model.mixer=attention", "model.pos=learned", "model.n_layers=4", "model.n_heads=4"],
-    "linear_attention": ["model.mixer=linear_attention", "model.feature_map=based", "model.pos=nope",
+    "linear_attention": ["model.mixer=linear_attention", "model.feature_map=elu1", "model.pos=nope",
                          "model.n_layers=4", "model.n_heads=4"],
-    "mamba": ["model.mixer=mamba", "model.pos=nope", "model.n_layers=2", "model.expand=1"],
+    "mamba": ["model.mixer=mamba", "model.pos=nope", "model.n_layers=4", "model.expand=1"],
     "lstm": ["model.mixer=lstm", "model.pos=nope", "model.n_layers=2"],
 }
 TRAIN = ["model.d_model=64", "model.init=fan_in", "train.batch_size=64", "train.lr=1e-3", "probes.every=0"]
@@ -108,7 +108,7 @@ register_experiment(Experiment(
     name="icl-regression",
     description=f"In-context linear regression, d = {DIM}, {EXAMPLES} examples per sequence, label noise std "
                 f"{NOISE}: a 4-layer softmax-attention Transformer (learned positions), 4-layer linear attention "
-                "(Based feature map), 2-layer Mamba and 2-layer LSTM, width 64, fan-in init, trained "
+                "(elu + 1 feature map), 4-layer Mamba (expand 1) and 2-layer LSTM, width 64, fan-in init, trained "
                 f"{STEPS} steps (batch 64, lr 1e-3), seeds 0-2; squared error / d against the number of in-context "
                 "examples beside least squares, ridge, averaging and 3-nearest neighbours on the same sequences.",
     variants=variants, analyze=analyze, figure=figure,
@@ -117,7 +117,7 @@ register_experiment(Experiment(
               "as well as least squares on the examples in its context (within 2x at 2d examples)", PAPERS, QUOTE,
               "4 layers of width 64 instead of GPT-2's 12 of 256; d = 5 instead of 20; label noise std 0.5; no "
               "curriculum; 3000 steps instead of 500k", RULE, tracks_least_squares("attention")),
-        Claim("linear-attention-tracks-least-squares", "Linear attention (Based feature map) trained the same "
+        Claim("linear-attention-tracks-least-squares", "Linear attention (elu + 1 feature map) trained the same "
               "way tracks least squares (our comparison, reported whatever it shows)", PAPERS, "none: our baseline",
               "linear attention in place of softmax attention", RULE, tracks_least_squares("linear_attention")),
         Claim("mamba-tracks-least-squares", "Mamba trained the same way tracks least squares (our comparison, "
