@@ -19,12 +19,12 @@ from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..mixers import common
 from ..verdicts import Claim, Outcome, UntestedClaim, by_seeds, not_tested
 
-BITS, EXAMPLES, RELEVANT = 10, 40, 2
+BITS, EXAMPLES, RELEVANT = 8, 30, 2
 FUNCTIONS = ("conjunction", "parity")
 TASK = ["task.name=icl_boolean", f"task.bits={BITS}", f"task.min_examples={EXAMPLES}",
         f"task.max_examples={EXAMPLES}", f"task.relevant={RELEVANT}"]
 MODELS = {
-    "attention": ["model.mixer=attention", "model.pos=learned", "model.n_layers=3", "model.n_heads=4"],
+    "attention": ["model.mixer=attention", "model.pos=learned", "model.n_layers=2", "model.n_heads=4"],
     "mamba": ["model.mixer=mamba", "model.pos=nope", "model.n_layers=2", "model.expand=1"],
     "lstm": ["model.mixer=lstm", "model.pos=nope", "model.n_layers=2"],
 }
@@ -128,7 +128,7 @@ register_experiment(Experiment(
     name="icl-boolean",
     description=f"In-context Boolean functions on {BITS} bits, {EXAMPLES} examples per sequence: conjunctions "
                 f"(each variable a literal with probability 1/3, 30% of inputs forced positive) and sparse parities "
-                f"of {RELEVANT} bits; a 3-layer Transformer (learned positions), 2-layer Mamba and 2-layer LSTM, "
+                f"of {RELEVANT} bits; a 2-layer Transformer (learned positions), 2-layer Mamba and 2-layer LSTM, "
                 f"width 64, fan-in init, trained {STEPS} steps (batch 64, lr 1e-3), seeds 0-2; accuracy per query "
                 "beside the optimal learner and nearest neighbour on the same sequences.",
     variants=variants, analyze=analyze, figure=figure,
