@@ -165,3 +165,13 @@ def test_boolean_model_scores_the_final_query():
     assert logits.shape == (32, 9, len(task.vocab))
     predictions = task.predictions(logits)
     assert torch.equal(task.score(predictions, batch), task.correct(predictions, batch)[:, -1])
+
+
+def test_token_only_tools_refuse_vector_tasks_clearly(data_dir):
+    with pytest.raises(ConfigError, match="probes.extra"):
+        RunConfig.load(None, ["task.name=icl_boolean", "probes.extra=heads"])
+    from workbench.train import train
+
+    run = train(RunConfig.load(None, ["task.name=icl_linear_regression", "task.dim=2", "train.steps=2",
+                                      "train.eval_every=0", "probes.every=0"]), progress=False)
+    assert main(["heads", run.run_id]) == 2

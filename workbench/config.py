@@ -213,7 +213,8 @@ class RunConfig:
         from .probes import PROBES
 
         for name in self.probes.extra:
-            PROBES.get(name)
+            check(not (PROBES.get(name).tokens_only and task.input_dim), "probes.extra", name,
+                  f"a probe for token tasks; {self.task.name} reads real-valued vectors")
 
     # --- identity -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..analysis import load_model
+from ..analysis import load_model as load_any_model
+from ..errors import ConfigError
 from ..evaluate import eval_generator
 from .detectors import answer_induction_scores, model_head_scores, task_symbols
 from .lens import direct_logit_attribution, logit_lens
@@ -108,6 +109,16 @@ def run_lens(run, step: int | None = None, n: int = 32, seed: int = 0) -> tuple[
     args = (model, pairs.clean, pairs.answer_position, pairs.answer, pairs.wrong)
     return (logit_lens(*args, position_ids=pairs.position_ids),
             direct_logit_attribution(*args, position_ids=pairs.position_ids))
+
+
+def load_model(run, step: int | None = None):
+    """The run's model and task, refused clearly for a task whose tokens are real-valued vectors:
+    patching pairs, detectors and the lens all work on token ids and the vocabulary's logits."""
+    model, task = load_any_model(run, step=step)
+    if task.input_dim:
+        raise ConfigError("run", run.run_id, f"trains {task.name}, whose inputs are real-valued vectors; the "
+                          "circuits tools (patch, heads, lens) need a token task")
+    return model, task
 
 
 def _symbols(task, ids) -> list[str]:

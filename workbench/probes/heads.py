@@ -21,6 +21,7 @@ BEST_CHANNEL = -2
 
 @register_probe("heads")
 class HeadDetectors(Probe):
+    tokens_only = True
 
     def __call__(self, model, batch, cache) -> ProbeResult:
         # imported late: circuits sits above probes

@@ -95,6 +95,8 @@ def memorization_capacity(results: list[dict]) -> dict:
 
 @register_probe("memorization")
 class Memorization(Probe):
+    tokens_only = True
+
     def __call__(self, model, batch, cache) -> ProbeResult:
         if self.context is None:
             raise ValueError("the memorization probe needs the task and config: run it from the trainer "

@@ -35,6 +35,9 @@ class Probe:
     name = "probe"
     hooks: tuple[str, ...] = ()  # hook-name suffixes this probe needs, e.g. ("mixer.hook_pattern",)
     context: ProbeContext | None = None  # set by run_probes when the caller has one
+    # True where the probe builds token sequences of its own (detectors, memorization replays): it
+    # cannot run on a task whose inputs are real-valued vectors
+    tokens_only: bool = False
 
     def __call__(self, model, batch, cache: dict[str, Tensor]) -> ProbeResult:
         raise NotImplementedError
