@@ -17,14 +17,19 @@ from .verdicts import FITS, Claim, Outcome, by_seeds, percent
 
 
 def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
+    """encodings: positional encodings by name, or {label: overrides} for variants that differ in more
+    than model.pos (e.g. with and without a hint task); the label is the table's `pos` column."""
+    def as_dict(names) -> dict[str, list[str]]:
+        return dict(names) if isinstance(names, dict) else {pos: [f"model.pos={pos}"] for pos in names}
+
     def make(fast: bool) -> list[Variant]:
-        chosen = (fast_encodings or encodings) if fast else encodings
+        chosen = as_dict((fast_encodings or encodings) if fast else encodings)
         budget = fast_steps if fast else steps
         out = []
-        for pos in chosen:
+        for pos, own in chosen.items():
             for seed in (seeds[:1] if fast else seeds):
                 overrides = [*task_overrides, f"task.eval_lengths={','.join(map(str, lengths))}", *model,
-                             f"model.pos={pos}", f"train.steps={budget}", f"train.seed={seed}",
+                             *own, f"train.steps={budget}", f"train.seed={seed}",
                              f"probes.every={max(budget // 4, 1)}", "train.eval_samples=256"]
                 out.append(Variant(RunConfig.load(None, overrides), {"pos": pos, "seed": seed}))
         return out
@@ -114,6 +119,30 @@ def beats(pos: str, length: int, at_least: float, baseline: str, beyond: int, at
             f"training lengths (>= {FITS:.0%} at the longest) and stays <= {at_most:.0%} beyond {beyond}; a seed "
             f"where `{pos}` reaches it but `{baseline}` never fit cannot tell; then the shared rule over >= 3 seeds")
     return Claim(key or f"{pos}-beats-{baseline}".replace("_", "-"), text, references, paper_number, method, rule, decide)
+
+
+def gains(label: str, baseline: str, length: int, by: float, text: str, references: tuple[str, ...],
+          paper_number: str, method: str = "paper", key: str | None = None) -> Claim:
+    """Per seed: `label`'s exact match at `length` is at least `by` above `baseline`'s, the same model
+    trained without the change; a seed whose baseline never fit the training lengths cannot tell."""
+    def decide(summary: dict) -> Outcome:
+        passed, numbers = {}, {}
+        train_max = summary["train_max"]
+        for seed in summary.get("exact_match", {}).get(label, {}):
+            value, base, fit = (_at(summary, label, seed, length), _at(summary, baseline, seed, length),
+                                _at(summary, baseline, seed, train_max))
+            if value is None or base is None or fit is None:
+                continue
+            numbers[int(seed)] = (f"{label} {percent(value)}, {baseline} {percent(base)} at {length} "
+                                  f"({baseline} {percent(fit)} at {train_max})")
+            passed[int(seed)] = None if fit < FITS else value - base >= by
+        return by_seeds(passed, numbers, undecided=f"{baseline} did not fit the training lengths (>= {FITS:.0%})")
+
+    rule = (f"per seed: `{label}` reaches at least {by:.0%} (points) more exact match than `{baseline}` at length "
+            f"{length}, where `{baseline}` fits the training lengths (>= {FITS:.0%} at the longest); then the "
+            "shared rule over >= 3 seeds")
+    return Claim(key or f"{label}-gains".replace("_", "-").replace(" ", ""), text, references, paper_number, method,
+                 rule, decide)
 
 
 def baselines_fail(baselines: tuple[str, ...], beyond: int, at_most: float, text: str, references: tuple[str, ...],
