@@ -44,8 +44,6 @@ NOT_YET_EXPERIMENTS = [
      "task.reverse_answer=false on addition; seed bands on every length curve"),
     ("Abacus embeddings", ("2405.17399",), "model.pos=abacus (notebook 02 trains it)"),
     ("FIRE relative positions", ("2310.04418",), "model.pos=fire (notebook 02 trains it)"),
-    ("A few attention layers in an SSM stack close the recall gap", ("2406.07887",),
-     "model.layers=attention,mamba,mamba"),
 ]
 
 
