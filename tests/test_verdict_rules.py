@@ -193,16 +193,62 @@ def _streaming_memory(states):
         "floor_mib": 2048.0, "entropy_difference": 1e-6} for seed, state in enumerate(states)}}
 
 
+def _icl_regression(states):
+    """Least squares 0.1 at 2d examples; every model 0.15 there ('pass') or 0.5 ('fail')."""
+    errors = {str(seed): 0.15 if state == "pass" else 0.5 for seed, state in enumerate(states)}
+    return {"fast": False, "least_squares_at_2d": 0.1,
+            "error_at_2d": {model: dict(errors) for model in ("attention", "linear_attention", "mamba", "lstm")}}
+
+
+def _icl_boolean(states, claim):
+    """The optimal learners at 98% and 100%; a near-optimal claim's model at 97% ('pass') or 80%, a
+    fails claim's at 50% ('pass') or 90%."""
+    fails = claim.key.endswith("fails")
+    value = {"pass": 0.5 if fails else 0.97, "fail": 0.9 if fails else 0.8}
+    accuracy = {str(seed): value[state] for seed, state in enumerate(states)}
+    return {"fast": False, "optimal_late_accuracy": {"conjunction": 0.98, "parity": 1.0},
+            "late_accuracy": {f"{f}/{m}": dict(accuracy) for f in ("conjunction", "parity")
+                              for m in ("attention", "mamba", "lstm")}}
+
+
+def _labelled_lengths(states, experiment, claim):
+    """sort-hint and addition-format: a gain claim's model 100% at every length ('pass') or 0% beyond
+    training, its baseline fitting the training lengths and at 0% beyond (20% inside on 'unclear'); a
+    spread claim's seeds alternate 35% and 65% at every length ('pass') or sit at 50% ('fail')."""
+    lengths = sorted({n for v in experiment.variants(False) for n in v.config.task.eval_lengths})
+    labels = sorted({v.labels["pos"] for v in experiment.variants(False)})
+    spread = claim.key.startswith("seeds-spread")
+    curves, passing = {}, 0
+    for seed, state in enumerate(states):
+        if spread and state == "pass":
+            passing += 1
+        for label in labels:
+            if spread:
+                value = (0.35 if passing % 2 else 0.65) if state == "pass" else 0.5
+                curve = {str(n): value for n in lengths}
+            elif label.endswith(("plain", "nope")):  # the baseline of a gain claim
+                curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= 10 else 0.0 for n in lengths}
+            else:
+                curve = {str(n): 1.0 if (n <= 10 or state != "fail") else 0.0 for n in lengths}
+            curves.setdefault(label, {})[str(seed)] = curve
+    return {"train_max": 10, "exact_match": curves}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
     if name.startswith("lengthgen-"):
         return _lengthgen(states, experiment)
+    if name in ("sort-hint", "addition-format"):
+        return _labelled_lengths(states, experiment, claim)
+    if name == "icl-boolean":
+        return _icl_boolean(states, claim)
     if name == "outliers":
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
             "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
-            "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory}[name](states)
+            "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory,
+            "icl-regression": _icl_regression}[name](states)
 
 
 def _claims():

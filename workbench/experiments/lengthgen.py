@@ -170,8 +170,27 @@ def _figure(result: ExperimentResult):
 
 
 def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,
-              claims: list[Claim], headline_length: int, seeds=(0, 1, 2), fast_encodings=None, untested=()):
+              claims: list[Claim], headline_length: int, seeds=(0, 1, 2), fast_encodings=None, untested=(),
+              figure=None):
     return register_experiment(Experiment(
         name=name, description=description,
         variants=_variants(task_overrides, encodings, list(seeds), lengths, model, steps, fast_steps, fast_encodings),
-        analyze=_analyze(train_max, headline_length), figure=_figure, claims=list(claims), untested=list(untested)))
+        analyze=_analyze(train_max, headline_length), figure=figure or _figure, claims=list(claims),
+        untested=list(untested)))
+
+
+def spread(label: str, length: int, at_least: float, text: str, references: tuple[str, ...], paper_number: str,
+           method: str = "paper", key: str | None = None) -> Claim:
+    """Per seed: `label`'s exact match at `length` lies at least `at_least` away from another seed's,
+    so the same recipe gives this seed a different outcome than some other seed. Every seed far from
+    another (a wide spread) reproduces "not robust"; seeds that all agree do not."""
+    def decide(summary: dict) -> Outcome:
+        values = {int(seed): _at(summary, label, seed, length) for seed in summary.get("exact_match", {}).get(label, {})}
+        values = {seed: v for seed, v in values.items() if v is not None}
+        passed = {seed: max(abs(v - other) for other in values.values()) >= at_least for seed, v in values.items()}
+        return by_seeds(passed, {seed: f"{label} {percent(v)} at {length}" for seed, v in values.items()})
+
+    rule = (f"per seed: `{label}`'s exact match at length {length} differs by at least {at_least:.0%} (points) from "
+            "another seed's; then the shared rule over >= 3 seeds")
+    return Claim(key or f"{label}-spread".replace("_", "-").replace(" ", ""), text, references, paper_number, method,
+                 rule, decide)

@@ -40,8 +40,6 @@ the call that trained them side by side.
 # Phenomena of the source papers that no named experiment measures yet, so the table is honest about its
 # coverage: (phenomenon, references, how to explore it by hand today).
 NOT_YET_EXPERIMENTS = [
-    ("Data format (reversed vs plain answers) and seed variance decide addition extrapolation", ("2402.09371",),
-     "task.reverse_answer=false on addition; seed bands on every length curve"),
     ("Abacus embeddings", ("2405.17399",), "model.pos=abacus (notebook 02 trains it)"),
     ("FIRE relative positions", ("2310.04418",), "model.pos=fire (notebook 02 trains it)"),
 ]

@@ -39,3 +39,27 @@ def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None 
     fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=2)
     fig.update_annotations(font_size=10)
     return paper_style(fig, width="double", height=320, title=title)
+
+
+def every_seed_curves(table: pd.DataFrame, train_length: int | None = None, title: str | None = None) -> go.Figure:
+    """Exact match against test length with one thin line per seed (no band: the spread between seeds
+    is the point), a colour per label and its median dashed.
+
+    table: columns label, seed, length, value (0..1)."""
+    from .builders import mark_train_length
+
+    fig = go.Figure()
+    for i, (label, rows) in enumerate(table.groupby("label", sort=False)):
+        for j, (seed, curve) in enumerate(rows.groupby("seed", sort=True)):
+            curve = curve.sort_values("length")
+            fig.add_trace(go.Scatter(x=curve.length, y=curve.value * 100, mode="lines+markers", name=str(label),
+                                     line=dict(color=color(i), width=1), marker=dict(size=4), opacity=0.75,
+                                     legendgroup=str(label), showlegend=j == 0,
+                                     hovertemplate=f"seed {seed}<br>length %{{x}}<br>%{{y:.1f}}%<extra>{label}</extra>"))
+        median = rows.groupby("length")["value"].median().reset_index()
+        fig.add_trace(go.Scatter(x=median.length, y=median.value * 100, mode="lines", showlegend=False,
+                                 line=dict(color=color(i), width=2.5, dash="dash"), legendgroup=str(label),
+                                 hovertemplate="median %{y:.1f}%<extra>" + str(label) + "</extra>"))
+    fig.update_xaxes(title="test length")
+    fig.update_yaxes(title="exact match (%)", range=[-3, 103])
+    return mark_train_length(paper_style(fig, height=340, title=title), train_length)
