@@ -69,3 +69,17 @@ def test_a_baseline_that_never_fit_the_trained_lengths_cannot_decide_a_seed():
     over_nope = beats("coupling", 20, 0.9, "nope", 15, 0.1, "t", (), "n").decide(summary)
     assert over_nope.verdict == "reproduced"  # NoPE fit, so its failure beyond 15 counts
     assert baselines_fail(("learned", "nope"), 15, 0.1, "t", (), "n").decide(summary).verdict == "inconclusive"
+
+
+def test_sort_hint_and_addition_format_pair_each_recipe_with_its_baseline(data_dir):
+    hint = {v.labels["pos"]: v.config for v in EXPERIMENTS["sort-hint"].variants(False) if v.labels["seed"] == 0}
+    assert hint["nope + hint"].task.params["hint"] == 0.5 and hint["nope"].task.params["hint"] == 0.0
+    assert hint["nope"].replace(**{"task.hint": 0.5}).run_id == hint["nope + hint"].run_id, "only the hint differs"
+    formats = EXPERIMENTS["addition-format"].variants(False)
+    assert len({v.labels["seed"] for v in formats}) == 5, "the spread between seeds is the point: five of them"
+    plain = [v.config for v in formats if v.labels["pos"].endswith("plain")]
+    assert plain and not any(c.task.params["reverse_answer"] for c in plain)
+    result = run_experiment("sort-hint", fast=True, progress=False)
+    assert set(result.table.pos) == {"nope", "nope + hint"} and set(result.table.length) == {5, 10, 20, 30, 40, 50}
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
+    assert result.figure().data
