@@ -26,8 +26,9 @@ import torch
 from torch import Tensor
 
 from ..errors import check
-from .base import Batch, Task, Vocab, concat_padded, register_task, split_by_length
-from .common import check_range, draw_lengths
+from .base import Batch, Vocab, register_task
+from .common import check_range
+from .in_context import InContextTask, query_mask, slot_vectors
 
 FUNCTIONS = ("conjunction", "disjunction", "parity")
 
@@ -45,11 +46,10 @@ class BooleanParams:
 
 
 @register_task
-class ICLBoolean(Task):
+class ICLBoolean(InContextTask):
     name = "icl_boolean"
     Params = BooleanParams
     description = "label x by a fresh Boolean function per sequence (conjunction, disjunction, parity) from examples"
-    length_name = "examples"
     exact_match_reachable = False  # early queries are guesses: read accuracy per query position instead
 
     def validate(self) -> None:
@@ -63,16 +63,6 @@ class ICLBoolean(Task):
 
     def build_vocab(self) -> Vocab:
         return Vocab(["x", "0", "1"])
-
-    def train_lengths(self) -> tuple[int, int]:
-        return self.params.min_examples, self.params.max_examples
-
-    def sequence_length(self, length: int) -> int:
-        return 2 * length - 1
-
-    def _sample(self, n, generator, length, train) -> Batch:
-        lengths = draw_lengths(n, *self.train_lengths(), generator, length)
-        return concat_padded([self._fixed_length(k, idx.numel(), generator) for k, idx in split_by_length(lengths)])
 
     # --- the functions ------------------------------------------------------------------------
     def draw_functions(self, m: int, generator) -> tuple[Tensor, Tensor]:
@@ -112,15 +102,11 @@ class ICLBoolean(Task):
         bits = self.draw_inputs(m, k, relevant, negated, generator)
         labels = self.evaluate(bits, relevant, negated)
         T = 2 * k - 1
-        vectors = torch.zeros(m, 2 * k, self.params.bits)
-        vectors[:, 0::2] = 2.0 * bits - 1
-        vectors[:, 1::2, 0] = 2.0 * labels - 1
         tokens = torch.full((m, 2 * k), self.vocab["x"])
         tokens[:, 1::2] = labels + self.vocab["0"]  # a y slot's token is its label: targets are the next tokens
-        loss_mask = torch.zeros(m, T, dtype=torch.bool)
-        loss_mask[:, 0::2] = True
         meta = {"length": torch.full((m,), k), "relevant": relevant, "negated": negated}
-        return Batch(tokens[:, :T], tokens[:, 1:], loss_mask, None, meta, vectors[:, :T])
+        vectors = slot_vectors(2.0 * bits - 1, 2.0 * labels - 1)
+        return Batch(tokens[:, :T], tokens[:, 1:], query_mask(m, k), None, meta, vectors)
 
     # --- reading a batch back -----------------------------------------------------------------
     def labels(self, batch: Batch) -> Tensor:

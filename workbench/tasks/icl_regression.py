@@ -23,8 +23,9 @@ import torch
 from torch import Tensor
 
 from ..errors import check
-from .base import Batch, Task, Vocab, concat_padded, register_task, split_by_length
-from .common import check_range, draw_lengths
+from .base import Batch, Vocab, register_task
+from .common import check_range
+from .in_context import InContextTask, query_mask, slot_vectors
 
 
 @dataclass
@@ -39,11 +40,10 @@ class RegressionParams:
 
 
 @register_task
-class ICLLinearRegression(Task):
+class ICLLinearRegression(InContextTask):
     name = "icl_linear_regression"
     Params = RegressionParams
     description = "predict y = w.x for a fresh w per sequence from the (x, y) examples before it"
-    length_name = "examples"
     output = "regression"
     exact_match_reachable = False  # "solved" is a tolerance on a real number; compare errors instead
 
@@ -59,16 +59,6 @@ class ICLLinearRegression(Task):
 
     def build_vocab(self) -> Vocab:
         return Vocab(["x", "y"])
-
-    def train_lengths(self) -> tuple[int, int]:
-        return self.params.min_examples, self.params.max_examples
-
-    def sequence_length(self, length: int) -> int:
-        return 2 * length - 1
-
-    def _sample(self, n, generator, length, train) -> Batch:
-        lengths = draw_lengths(n, *self.train_lengths(), generator, length)
-        return concat_padded([self._fixed_length(k, idx.numel(), generator) for k, idx in split_by_length(lengths)])
 
     # --- the data -----------------------------------------------------------------------------
     def draw_weights(self, m: int, generator) -> Tensor:
@@ -95,22 +85,16 @@ class ICLLinearRegression(Task):
         return z @ root.transpose(1, 2), root @ root.transpose(1, 2)
 
     def _fixed_length(self, k: int, m: int, generator) -> Batch:
-        d = self.params.dim
         w = self.draw_weights(m, generator)
         xs, covariance = self.draw_inputs(m, k, generator)
         ys = (xs @ w.unsqueeze(-1)).squeeze(-1) + self.params.noise * torch.randn(m, k, generator=generator)
         T = 2 * k - 1
-        vectors = torch.zeros(m, 2 * k, d)
-        vectors[:, 0::2] = xs
-        vectors[:, 1::2, 0] = ys
         tokens = torch.full((m, 2 * k), self.vocab["y"])
         tokens[:, 0::2] = self.vocab["x"]
-        loss_mask = torch.zeros(m, T, dtype=torch.bool)
-        loss_mask[:, 0::2] = True
         values = torch.zeros(m, T)
         values[:, 0::2] = ys
         meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
-        return Batch(tokens[:, :T], tokens[:, 1:T + 1], loss_mask, None, meta, vectors[:, :T], values)
+        return Batch(tokens[:, :T], tokens[:, 1:], query_mask(m, k), None, meta, slot_vectors(xs, ys), values)
 
     # --- reading a batch back -----------------------------------------------------------------
     @staticmethod

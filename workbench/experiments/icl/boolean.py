@@ -85,28 +85,26 @@ def analyze(finished, fast):
     return table, summary
 
 
-def near_optimal(function: str, model: str):
+def late_accuracy_rule(function: str, model: str, holds, bar_text):
+    """A claim's decision: per seed, holds(accuracy over the late queries, the optimal learner's there)."""
     def decide(summary: dict) -> Outcome:
-        """Per seed: accuracy over the late queries within 5 points of the optimal learner's."""
         if summary.get("fast"):
             return not_tested("the fast budget trains a few steps, too few to learn anything in context")
         accuracy = summary.get("late_accuracy", {}).get(f"{function}/{model}", {})
         best = summary["optimal_late_accuracy"][function]
-        return by_seeds({int(s): v >= best - NEAR for s, v in accuracy.items()},
+        return by_seeds({int(s): holds(v, best) for s, v in accuracy.items()},
                         {int(s): f"{v:.1%} (optimal {best:.1%})" for s, v in accuracy.items()})
+    decide.__doc__ = f"Per seed: accuracy over the late queries {bar_text}."
     return decide
+
+
+def near_optimal(function: str, model: str):
+    return late_accuracy_rule(function, model, lambda v, best: v >= best - NEAR,
+                              f"within {NEAR:.0%} of the optimal learner's")
 
 
 def fails(function: str, model: str):
-    def decide(summary: dict) -> Outcome:
-        """Per seed: accuracy over the late queries at most 60% (chance 50%)."""
-        if summary.get("fast"):
-            return not_tested("the fast budget trains a few steps, too few to learn anything in context")
-        accuracy = summary.get("late_accuracy", {}).get(f"{function}/{model}", {})
-        best = summary["optimal_late_accuracy"][function]
-        return by_seeds({int(s): v <= FAILS for s, v in accuracy.items()},
-                        {int(s): f"{v:.1%} (optimal {best:.1%})" for s, v in accuracy.items()})
-    return decide
+    return late_accuracy_rule(function, model, lambda v, best: v <= FAILS, f"at most {FAILS:.0%} (chance 50%)")
 
 
 def figure(result: ExperimentResult):
