@@ -131,3 +131,18 @@ def test_the_icl_curve_export_refuses_other_tasks_in_one_line(runs, capsys):
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: task: invalid value 'addition'") and "icl_linear_regression" in line
     assert not (Path.cwd() / "exports").exists()
+
+
+def test_the_log_axis_stays_near_the_models_when_least_squares_is_exact():
+    import math
+
+    import pandas as pd
+
+    from workbench.figures.icl import error_vs_examples
+
+    table = pd.DataFrame([{"model": "attention", "kind": "model", "seed": 0, "examples": i, "error": e}
+                          for i, e in enumerate([1.0, 0.5, 0.1, 0.05])]
+                         + [{"model": "least squares", "kind": "baseline", "examples": i, "error": e}
+                            for i, e in enumerate([1.0, 0.5, 1e-14, 1e-15])])
+    low, high = error_vs_examples(table).layout.yaxis.range
+    assert low == pytest.approx(math.log10(0.05 / 100) - 0.1) and high == pytest.approx(math.log10(3))
