@@ -146,3 +146,17 @@ def test_the_log_axis_stays_near_the_models_when_least_squares_is_exact():
                             for i, e in enumerate([1.0, 0.5, 1e-14, 1e-15])])
     low, high = error_vs_examples(table).layout.yaxis.range
     assert low == pytest.approx(math.log10(0.05 / 100) - 0.1) and high == pytest.approx(math.log10(3))
+
+
+def test_one_context_query_by_query():
+    import torch
+
+    from workbench.tasks import build_task
+
+    task = build_task("icl_linear_regression", {"dim": 2, "min_examples": 5, "max_examples": 5})
+    batch = task.sample(3, torch.Generator().manual_seed(0), train=False)
+    table = views.context_predictions(task, batch, 1, ["least squares", "averaging"])
+    assert list(table.columns) == ["examples", "y", "least squares", "averaging"] and len(table) == 5
+    assert table["least squares"].iloc[0] == 0 and table["least squares"].iloc[3] == pytest.approx(table.y.iloc[3], abs=1e-5)
+    with pytest.raises(ConfigError, match="index"):
+        views.context_predictions(task, batch, 3)

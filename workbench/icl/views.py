@@ -196,7 +196,8 @@ def loops_table(run_id_or_run, loops: list[int], n: int = SEQUENCES, examples: i
 def error_by_loops(table: pd.DataFrame, examples: int) -> pd.DataFrame:
     """From a loops_table: the error after `examples` examples at each number of loops (loops, error)."""
     rows = table[(table.kind == "model") & (table.examples == examples)]
-    return rows[["loops", "error"]].sort_values("loops").reset_index(drop=True)
+    rows = rows[["loops", "error"]].sort_values("loops").reset_index(drop=True)
+    return rows.astype({"loops": int})
 
 
 # --- is it doing gradient descent? ----------------------------------------------------------------
@@ -241,10 +242,27 @@ def agreement_with_gd(run_id_or_run, steps=GD_STEPS, n: int = SEQUENCES, example
         theirs = predict().double()
         rows.append({"algorithm": name, "steps": k, **agreement(mine, theirs, d),
                      "error": agreement(theirs, ys, d)["difference"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"steps": "Int64"})  # whole numbers, <NA> for the references
 
 
 def closest_gd_steps(table: pd.DataFrame) -> int:
     """From agreement_with_gd: the number of GD steps whose predictions are closest to the model's."""
     gd = table[table.steps.notna()]
     return int(gd.loc[gd.difference.idxmin(), "steps"])
+
+
+def context_predictions(task, batch, index: int = 0, baselines: list[str] | None = None) -> pd.DataFrame:
+    """One sequence of a regression batch, query by query: the number of examples seen, the true y
+    and each baseline's prediction of it from those examples (`baselines`: names from BASELINES)."""
+    check(task.output == "regression", "task", task.name, f"context_predictions reads regression tasks: "
+                                                          f"{', '.join(REGRESSION_TASKS)}")
+    check(isinstance(index, int) and 0 <= index < len(batch), "index", index, f"expected 0..{len(batch) - 1}")
+    chosen = list(BASELINES) if baselines is None else baselines
+    for name in chosen:
+        check(name in BASELINES, "baselines", name, "choose one of: " + ", ".join(BASELINES))
+    xs, ys = task.examples(batch)
+    xs, ys = xs[index:index + 1], ys[index:index + 1]
+    table = pd.DataFrame({"examples": range(ys.shape[1]), "y": ys[0].tolist()})
+    for name in chosen:
+        table[name] = BASELINES[name](xs, ys)[0].tolist()
+    return table
