@@ -456,7 +456,7 @@ def test_delete_asks_for_confirmation_and_spares_demo_runs(demo, tiny_demo, data
 
 
 # --- an empty store ------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["Runs", "Attention", "Dynamics", "Length_generalization", "Memorization"])
+@pytest.mark.parametrize("name", ["Runs", "Attention", "Dynamics", "Length_generalization", "Memorization", "In_context"])
 def test_pages_with_an_empty_store_say_what_to_do(empty, name):
     app = run_page(name)
     assert any("Train" in info.value and "workbench" in info.value for info in app.info)

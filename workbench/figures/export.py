@@ -87,8 +87,9 @@ def export_path(out: str | None, default_name: str, folder: str | Path = DEFAULT
 # --- figures of one run by name (`workbench export RUN --figure NAME`) ----------------------------
 FIGURES = ("attention", "attention-grid", "entropy", "sparsity", "neuron-activity", "length", "entropy-length",
            "entropy-length-normalized", "memorization", "loss", "patching", "heads", "heads-over-training",
-           "logit-lens")
-CIRCUITS_FIGURES = FIGURES[-4:]  # the circuits views (workbench.circuits.views); --step picks a snapshot's weights
+           "logit-lens", "icl-curve")
+CIRCUITS_FIGURES = FIGURES[-5:-1]  # the circuits views (workbench.circuits.views); --step picks a snapshot's weights
+ICL_FIGURES = FIGURES[-1:]  # runs of in-context function tasks only (workbench.icl.views)
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None, example: int = 0,
@@ -101,6 +102,12 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
                                            "(--figure attention or attention-grid)")
     if figure in CIRCUITS_FIGURES:
         return circuits_figure(run, figure, step)
+    if figure in ICL_FIGURES:
+        from ..icl import views as icl_views
+
+        if step is not None:
+            raise ConfigError("--step", step, "--figure icl-curve reads the final model")
+        return icl_views.run_curve_figure(run)  # a ConfigError naming the task for any other run
     if figure == "attention":
         return run_figures.run_attention(run, layer, head, step, example, length, offset)
     if figure == "attention-grid":

@@ -44,7 +44,11 @@ def error_vs_examples(table: pd.DataFrame, y_title: str = "squared error / d", l
     if log_y and len(models):
         # least squares spikes where the examples just determine w (d of them, with noise): keep the
         # axis on the trained models' range so the spike does not flatten every other curve
+        # and at most two decades below the best model: noiseless least squares is exact (1e-14) from d
+        # examples on, and an axis down there would squash every model into a line at the top
         low, high = table.error[table.error > 0].min(), models.error.max()
+        best = models.error[models.error > 0].min() if (models.error > 0).any() else low
+        low = max(low, best / 100)
         fig.update_yaxes(range=[np.log10(low) - 0.1, np.log10(high * 3)])
     return paper_style(fig, height=340, title=title)
 
