@@ -51,6 +51,14 @@ def variants(fast: bool) -> list[Variant]:
     return out
 
 
+def accuracy_rows(accuracy, **labels) -> list[dict]:
+    """curve_rows with the value named for what it is: accuracy per query (0 .. k-1 examples seen)."""
+    rows = curve_rows(accuracy, **labels)
+    for row in rows:
+        row["accuracy"] = row.pop("error")
+    return rows
+
+
 def analyze(finished, fast):
     n = 128 if fast else EVAL_SEQUENCES
     rows, batches = [], {}
@@ -60,14 +68,12 @@ def analyze(finished, fast):
         if function not in batches:  # one set of fresh sequences per class, shared by models and learners
             batches[function] = (task, task.sample(n, eval_generator(0, EXAMPLES), length=EXAMPLES, train=False))
         accuracy = 1 - model_curve(model, task, batches[function][1])
-        rows += [{**row, "accuracy": row.pop("error")} for row in curve_rows(accuracy, **variant.labels,
-                                                                              kind="model")]
+        rows += accuracy_rows(accuracy, **variant.labels, kind="model")
     for function, (task, batch) in batches.items():
         bits, labels = (batch.vectors[:, 0::2] > 0).long(), task.labels(batch)
         for name, learn in learners(function, RELEVANT).items():
             accuracy = (learn(bits, labels) == labels).double().mean(0)
-            rows += [{**row, "accuracy": row.pop("error")} for row in curve_rows(accuracy, function=function,
-                                                                                  model=name, kind="baseline")]
+            rows += accuracy_rows(accuracy, function=function, model=name, kind="baseline")
     table = pd.DataFrame(rows)
     late = table[table.examples >= LATE]
     means = late.groupby(["function", "model", "kind"], sort=False).accuracy.mean()
