@@ -49,3 +49,17 @@ def baseline_frame(task, batch, names: list[str] | None = None) -> pd.DataFrame:
     for name, curve in baseline_curves(task, batch, names).items():
         rows += curve_rows(curve, model=name, kind="baseline")
     return pd.DataFrame(rows)
+
+
+def accuracy_rows(accuracy: torch.Tensor, **labels) -> list[dict]:
+    """curve_rows for an accuracy curve (Boolean tasks): the value's column is `accuracy`."""
+    rows = curve_rows(accuracy, **labels)
+    for row in rows:
+        row["accuracy"] = row.pop("error")
+    return rows
+
+
+def learner_accuracy(task, batch, chosen: dict) -> dict[str, torch.Tensor]:
+    """{name: (k,) accuracy per query} of Boolean learners ({name: learner(bits, labels)}) on `batch`."""
+    bits, labels = (batch.vectors[:, 0::2] > 0).long(), task.labels(batch)
+    return {name: (learn(bits, labels) == labels).double().mean(0) for name, learn in chosen.items()}

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import ConfigError, check
 from .baselines import BASELINES, gradient_descent, least_squares, averaging
-from .curves import baseline_frame, curve_rows, model_curve
+from .curves import accuracy_rows, baseline_frame, curve_rows, learner_accuracy, model_curve
 
 REGRESSION_TASKS = ("icl_linear_regression", "icl_sparse_regression")
 BOOLEAN_TASKS = ("icl_boolean",)
@@ -122,19 +122,10 @@ def _boolean_table(model, task, batch, name, seed, baselines) -> pd.DataFrame:
         if unknown:
             raise ConfigError("baselines", unknown[0], choices=list(chosen))
         chosen = {b: chosen[b] for b in baselines}
-    rows = [_accuracy(row) for row in curve_rows(1 - model_curve(model, task, batch), function=function,
-                                                  model=name, kind="model", seed=seed)]
-    bits, labels = (batch.vectors[:, 0::2] > 0).long(), task.labels(batch)
-    for learner, learn in chosen.items():
-        accuracy = (learn(bits, labels) == labels).double().mean(0)
-        rows += [_accuracy(row) for row in curve_rows(accuracy, function=function, model=learner, kind="baseline")]
+    rows = accuracy_rows(1 - model_curve(model, task, batch), function=function, model=name, kind="model", seed=seed)
+    for learner, accuracy in learner_accuracy(task, batch, chosen).items():
+        rows += accuracy_rows(accuracy, function=function, model=learner, kind="baseline")
     return pd.DataFrame(rows)
-
-
-def _accuracy(row: dict) -> dict:
-    """A curve_rows row whose number is an accuracy: the column is named so (and only so)."""
-    row["accuracy"] = row.pop("error")
-    return row
 
 
 def baseline_names(run_id_or_run) -> list[str]:

@@ -14,7 +14,7 @@ import pandas as pd
 from ...analysis import load_model
 from ...evaluate import eval_generator
 from ...icl.boolean import learners
-from ...icl.curves import curve_rows, model_curve
+from ...icl.curves import accuracy_rows, learner_accuracy, model_curve
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..mixers import common
 from ..verdicts import Claim, Outcome, UntestedClaim, by_seeds, not_tested
@@ -51,14 +51,6 @@ def variants(fast: bool) -> list[Variant]:
     return out
 
 
-def accuracy_rows(accuracy, **labels) -> list[dict]:
-    """curve_rows with the value named for what it is: accuracy per query (0 .. k-1 examples seen)."""
-    rows = curve_rows(accuracy, **labels)
-    for row in rows:
-        row["accuracy"] = row.pop("error")
-    return rows
-
-
 def analyze(finished, fast):
     n = 128 if fast else EVAL_SEQUENCES
     rows, batches = [], {}
@@ -70,9 +62,7 @@ def analyze(finished, fast):
         accuracy = 1 - model_curve(model, task, batches[function][1])
         rows += accuracy_rows(accuracy, **variant.labels, kind="model")
     for function, (task, batch) in batches.items():
-        bits, labels = (batch.vectors[:, 0::2] > 0).long(), task.labels(batch)
-        for name, learn in learners(function, RELEVANT).items():
-            accuracy = (learn(bits, labels) == labels).double().mean(0)
+        for name, accuracy in learner_accuracy(task, batch, learners(function, RELEVANT)).items():
             rows += accuracy_rows(accuracy, function=function, model=name, kind="baseline")
     table = pd.DataFrame(rows)
     late = table[table.examples >= LATE]
