@@ -1,6 +1,10 @@
 """Linear attention (Katharopoulos et al. 2020) with the feature maps of model.feature_map.
 
     elu1:  phi(x) = elu(x) + 1, on the head's own query/key dimension
+    identity: phi(x) = x and no normalization by the key sum: each row of the causal map q_t . k_s is
+           divided by the number of keys it sees (t + 1) instead, the 1/n of the linear self-attention
+           the theory papers analyse (von Oswald et al. 2023; Ahn et al. 2023; Gatmiry et al. 2024,
+           arXiv 2410.08292): out_t = (1/(t+1)) sum_{s<=t} v_s (k_s . q_t)
     based: the 2nd-order Taylor expansion of exp (Arora et al. 2024, "Based", arXiv 2402.18668), on
            queries and keys projected to BASED_QK_DIM = d' features per head:
            phi(x) = [1, x / d'^(1/4), vec(x x^T) / (sqrt(2) sqrt(d'))], so that
@@ -10,7 +14,8 @@ Two forms with the same math (tests check they agree):
     parallel:  out = normalize(mask * phi(Q) phi(K)^T) V          (training; T x T per head)
     recurrent: S_t = S_{t-1} + phi(k_t) v_t^T,  z_t = z_{t-1} + phi(k_t),
                out_t = phi(q_t) S_t / (phi(q_t) . z_t)             (constant state per token)
-Both feature maps are positive (1 + x + x^2/2 > 0), so the normalizer never changes sign.
+elu1 and based are positive (1 + x + x^2/2 > 0), so the normalizer never changes sign; identity has
+no normalizer (out_t = phi(q_t) S_t / (t + 1)) and its map can be negative.
 Positions come from the model's additive encodings only: rotary and bias encodings act on
 softmax attention. `hook_pattern` gets the normalized map (B, H, T, T); as for attention, a
 listener that returns a map changes the output.
@@ -40,6 +45,8 @@ EPS = 1e-6  # keeps 0/0 out when elu(x) + 1 underflows
 
 
 def feature_map(x: Tensor, name: str) -> Tensor:
+    if name == "identity":
+        return x
     if name == "elu1":
         return F.elu(x) + 1.0
     d = x.shape[-1]
@@ -48,7 +55,7 @@ def feature_map(x: Tensor, name: str) -> Tensor:
 
 
 def feature_size(name: str, qk_dim: int) -> int:
-    return qk_dim if name == "elu1" else 1 + qk_dim + qk_dim * qk_dim
+    return qk_dim if name in ("elu1", "identity") else 1 + qk_dim + qk_dim * qk_dim
 
 
 @register_mixer("linear_attention")
@@ -59,7 +66,7 @@ class LinearAttention(Mixer):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads
         self.head_dim = d // self.n_heads
-        self.qk_dim = self.head_dim if config.feature_map == "elu1" else BASED_QK_DIM
+        self.qk_dim = self.head_dim if config.feature_map in ("elu1", "identity") else BASED_QK_DIM
         linear = lambda i, o: make_linear(i, o, sigma_reparam=config.sigma_reparam)  # noqa: E731
         self.qk = linear(d, 2 * self.n_heads * self.qk_dim)
         self.v = linear(d, d)
@@ -75,11 +82,11 @@ class LinearAttention(Mixer):
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         phi_q, phi_k, _ = self.features(x)
-        return normalized_map(phi_q, phi_k)
+        return normalized_map(phi_q, phi_k, self.config.feature_map)
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         phi_q, phi_k, v = self.features(x)
-        mixed = self.hook_pattern(normalized_map(phi_q, phi_k)) @ v
+        mixed = self.hook_pattern(normalized_map(phi_q, phi_k, self.config.feature_map)) @ v
         if self.hook_state.active:
             mixed = self.listened_state(mixed.transpose(1, 2), phi_q, phi_k, v).transpose(1, 2)
         return self.merge(mixed)
@@ -93,6 +100,8 @@ class LinearAttention(Mixer):
 
         def readout(state: Tensor, t: int) -> Tensor:
             numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], state[..., :self.head_dim])
+            if self.config.feature_map == "identity":
+                return numerator / (t + 1)
             normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], state[..., self.head_dim])
             return numerator / (normalizer[..., None] + EPS)
 
@@ -111,6 +120,9 @@ class LinearAttention(Mixer):
             S = S + phi_k[:, :, t, :, None] * v[:, :, t, None, :]
             z = z + phi_k[:, :, t]
             numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], S)
+            if self.config.feature_map == "identity":
+                outputs.append(numerator / (t + 1))
+                continue
             normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], z)
             outputs.append(numerator / (normalizer[..., None] + EPS))
         return self.merge(torch.stack(outputs, dim=2))
@@ -124,8 +136,11 @@ class LinearAttention(Mixer):
         return self.n_heads * (features * self.head_dim + features)
 
 
-def normalized_map(phi_q: Tensor, phi_k: Tensor) -> Tensor:
-    """(B, H, T, T): causal phi(q_t) . phi(k_s), each row divided by its sum (plus EPS)."""
+def normalized_map(phi_q: Tensor, phi_k: Tensor, name: str = "elu1") -> Tensor:
+    """(B, H, T, T): causal phi(q_t) . phi(k_s), each row divided by its sum (plus EPS); for the
+    identity map, by its number of keys t + 1."""
     T = phi_q.shape[-2]
     scores = (phi_q @ phi_k.transpose(-1, -2)) * causal_mask(T, phi_q.device)
+    if name == "identity":
+        return scores / torch.arange(1, T + 1, device=scores.device, dtype=scores.dtype)[:, None]
     return scores / (scores.sum(dim=-1, keepdim=True) + EPS)
