@@ -20,6 +20,17 @@ Positions come from the model's additive encodings only: rotary and bias encodin
 softmax attention. `hook_pattern` gets the normalized map (B, H, T, T); as for attention, a
 listener that returns a map changes the output.
 
+model.gd_form=true (identity feature map only) is the linear self-attention of the theory papers in the
+form where one layer is one step of (preconditioned) gradient descent on the prediction alone (Ahn et al.
+2023; Gatmiry et al. 2024, arXiv 2410.08292, whose value/output matrix has a single nonzero entry, the
+label's): the layer reads its values from one learned direction o of the residual stream (one number per
+head: the stream's coordinate along o, times a learned scale) and writes along o only, and its queries and
+keys read the stream with the o component projected out. What the layer writes is then invisible to later queries and keys, so a looped or stacked
+model of such layers stays a polynomial of degree 3 in its inputs at any depth instead of 3^depth (the
+plain form, looped, explodes on rare large inputs).
+
+    out_t = o * sum_h (1/(t+1)) sum_{s<=t} c_h (x_s . u) (k_{s,h} . q_{t,h}),   q, k from x - (x.u) u, u = o/|o|
+
 `hook_state` (only while listened to) receives S_t and z_t after every token packed in one tensor,
 (B, T, H, F, head_dim + 1): [..., :head_dim] is S_t, [..., head_dim] is z_t (F features of phi).
 Packed so, one step is a single update, [S | z] += phi(k_t) [v_t | 1]^T. A listener that changes it
@@ -30,11 +41,14 @@ change them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from ...errors import check
+from ...typed import setting
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import causal_mask
@@ -58,10 +72,24 @@ def feature_size(name: str, qk_dim: int) -> int:
     return qk_dim if name in ("elu1", "identity") else 1 + qk_dim + qk_dim * qk_dim
 
 
+@dataclass
+class LinearAttentionOptions:
+    gd_form: bool = setting(False, "linear attention with feature_map=identity: values read from one learned "
+                                   "direction and written back along it only, queries and keys blind to it (the theory "
+                                   "papers' gradient-descent form; a looped model of it stays stable)")
+
+
 @register_mixer("linear_attention")
 class LinearAttention(Mixer):
     settings = ("n_heads", "feature_map")
+    Options = LinearAttentionOptions
     has_state = True
+
+    @classmethod
+    def check_options(cls, config, options) -> None:
+        check(not options.gd_form or config.feature_map == "identity", "model.gd_form", options.gd_form,
+              "expected false unless model.feature_map=identity")
+
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads
@@ -69,14 +97,30 @@ class LinearAttention(Mixer):
         self.qk_dim = self.head_dim if config.feature_map in ("elu1", "identity") else BASED_QK_DIM
         linear = lambda i, o: make_linear(i, o, sigma_reparam=config.sigma_reparam)  # noqa: E731
         self.qk = linear(d, 2 * self.n_heads * self.qk_dim)
-        self.v = linear(d, d)
-        self.out = linear(d, d)
+        self.gd_form = bool(self.options.gd_form)
+        if self.gd_form:  # one value per head, the stream's coordinate along `write`, written back along it
+            self.head_dim = 1
+            self.write = nn.Parameter(torch.randn(d) / math.sqrt(d))
+            self.value_scale = nn.Parameter(torch.ones(self.n_heads))
+        else:
+            self.v = linear(d, d)
+            self.out = linear(d, d)
+
+    def blind(self, x: Tensor) -> Tensor:
+        """x with its component along the written direction removed (gd_form: what queries and keys read)."""
+        u = self.write / self.write.norm().clamp_min(1e-12)
+        return x - (x @ u)[..., None] * u
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """phi(q), phi(k): (B, H, T, F) and v: (B, H, T, head_dim)."""
         B, T, _ = x.shape
-        q, k = self.qk(x).view(B, T, 2, self.n_heads, self.qk_dim).permute(2, 0, 3, 1, 4)
-        v = self.v(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        q, k = self.qk(self.blind(x) if self.gd_form else x).view(B, T, 2, self.n_heads, self.qk_dim).permute(
+            2, 0, 3, 1, 4)
+        if self.gd_form:
+            u = self.write / self.write.norm().clamp_min(1e-12)
+            v = ((x @ u)[..., None] * self.value_scale).transpose(1, 2).unsqueeze(-1)
+        else:
+            v = self.v(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
         name = self.config.feature_map
         return feature_map(q, name), feature_map(k, name), v
 
@@ -129,6 +173,8 @@ class LinearAttention(Mixer):
 
     def merge(self, mixed: Tensor) -> Tensor:
         B, H, T, hd = mixed.shape
+        if self.gd_form:
+            return self.units(mixed.transpose(1, 2).reshape(B, T, H), H).sum(-1, keepdim=True) * self.write
         return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, H * hd), H))
 
     def state_size(self, length: int) -> int:
