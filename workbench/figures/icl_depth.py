@@ -39,7 +39,8 @@ def error_vs_depth(table: pd.DataFrame, title: str | None = None) -> go.Figure:
                               row=1, col=col)
     fig.update_yaxes(type="log", title_text="error at the query (squared error / d)", col=1)
     fig.update_xaxes(title_text="depth (layers, loops or steps)")
-    return paper_style(fig, width="double", height=340, title=title)
+    fig.update_layout(legend=dict(orientation="h", y=-0.3))
+    return paper_style(fig, width="double", height=380, title=title)
 
 
 def preconditioner_panels(table: pd.DataFrame, summary: dict, title: str | None = None) -> go.Figure:
@@ -49,17 +50,21 @@ def preconditioner_panels(table: pd.DataFrame, summary: dict, title: str | None 
     P = np.array(seeds[sorted(seeds, key=int)[0]]) if seeds else np.zeros((1, 1))
     inverse = np.array(summary.get("inverse_covariance", [[0.0]]))
     scale = lambda m: m / max(np.linalg.norm(m), 1e-12)  # noqa: E731
-    fig = make_subplots(rows=1, cols=3, subplot_titles=["learned step matrix P", "inverse covariance",
-                                                        "error against loops"])
+    fig = make_subplots(rows=1, cols=3, subplot_titles=["learned P (seed 0)", "Σ⁻¹", "error at the query (log)"],
+                        column_widths=[0.22, 0.22, 0.56], horizontal_spacing=0.05)
     top = float(max(np.abs(scale(P)).max(), np.abs(scale(inverse)).max(), 1e-12))
     for col, matrix in ((1, scale(P)), (2, scale(inverse))):
         fig.add_trace(go.Heatmap(z=matrix, zmin=-top, zmax=top, colorscale="RdBu", reversescale=True,
-                                 showscale=col == 2), row=1, col=col)
+                                 showscale=col == 2, colorbar=dict(x=0.445, len=0.8, thickness=10)), row=1, col=col)
         fig.update_yaxes(autorange="reversed", row=1, col=col)
     for i, (model, rows) in enumerate(table.groupby("model", sort=False)):
         for j, (seed, part) in enumerate(rows.groupby("seed")):
             fig.add_trace(go.Scatter(x=part.loops, y=part.error, mode="lines+markers", name=model,
                                      legendgroup=model, showlegend=j == 0, line=dict(color=color(i))), row=1, col=3)
-    fig.update_yaxes(type="log", title_text="error at the query", row=1, col=3)
+    fig.update_yaxes(type="log", row=1, col=3)
     fig.update_xaxes(title_text="loops / steps", row=1, col=3)
-    return paper_style(fig, width="double", height=300, title=title)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25, x=0.55, xanchor="left"))
+    fig.update_xaxes(domain=[0.56, 1.0], row=1, col=3)
+    fig = paper_style(fig, width="double", height=340, title=title)
+    fig.update_layout(margin=dict(t=40))
+    return fig

@@ -30,7 +30,7 @@ EXAMPLES = 4 * DIM + 1  # 4d examples and the query (as icl-depth-and-looping)
 LOOPS = 4  # trained at
 TEST_LOOPS = tuple(range(1, 9))
 TASK = [*task_overrides(DIM, EXAMPLES), f"task.kappa={KAPPA}", "task.fixed_covariance=true"]
-TRAIN = ["train.batch_size=128", "train.lr=3e-3", "probes.every=0"]
+TRAIN = ["train.batch_size=128", "train.lr=1e-2", "probes.every=0"]
 STEPS = 8000
 SEEDS = (0, 1, 2)
 EVAL_SEQUENCES = 4096
@@ -147,7 +147,7 @@ register_experiment(Experiment(
     description=f"In-context linear regression, d = {DIM}, {EXAMPLES - 1} examples and a query, one token per "
                 f"example, every sequence's inputs from one fixed covariance Sigma of condition number {KAPPA}: a "
                 f"linear looped transformer (identity-feature-map linear attention, no norms, no MLP, width 8) "
-                f"trained at {LOOPS} loops, {STEPS} steps (batch 128, lr 3e-3), seeds 0-2. Its per-loop step matrix "
+                f"trained at {LOOPS} loops, {STEPS} steps (batch 128, lr 1e-2), seeds 0-2. Its per-loop step matrix "
                 "P, read out of the weights, against Sigma^-1; its error after 1-8 loops against as many steps of "
                 "preconditioned gradient descent with P = eta Sigma^-1 (eta tuned per step count).",
     variants=variants, analyze=analyze, figure=figure,
