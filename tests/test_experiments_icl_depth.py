@@ -182,10 +182,11 @@ def test_depth_reads_a_looped_model_at_more_loops_and_a_stacked_one_truncated():
 
 
 # --- the verdict rules, on made-up summaries -----------------------------------------------------
-def test_depth_grows_counts_never_reaching_the_bar_as_deeper_and_both_never_as_undecided():
-    inf = math.inf
-    summary = {"fast": False, "needed": {"looped": {"1": {"0": 3.0, "1": 4.0, "2": inf},
-                                                    "100": {"0": 6.0, "1": inf, "2": inf}}}}
+def test_saturation_depth_and_a_diverged_model_cannot_tell():
+    assert depth_recipe.needed({1: 0.5, 2: 0.2, 4: 0.105, 8: 0.1}) == 4.0  # within 10% of the lowest
+    assert depth_recipe.needed({1: 0.5, 2: None}) is None
+    summary = {"fast": False, "needed": {"looped": {"1": {"0": 3.0, "1": 4.0, "2": None},
+                                                    "100": {"0": 6.0, "1": 5.0, "2": 6.0}}}}
     outcome = depth_recipe.depth_grows("looped")(summary)
     assert outcome.passed == {"0": True, "1": True, "2": None} and outcome.verdict == "inconclusive"
     summary["needed"]["looped"]["1"]["2"] = 2.0
@@ -204,6 +205,10 @@ def test_monotone_rules_allow_the_slack_and_stacked_passes_when_it_does_not_fall
     assert depth_recipe.falls_monotonically("stacked-truncated", expected=False)(summary).verdict == "reproduced"
     errors["looped"]["100"]["1"] = bump
     assert depth_recipe.falls_monotonically("looped", expected=True)(summary).verdict == "partly reproduced"
+    errors["looped"]["100"]["2"] = {1: 0.5, 2: 0.3, 3: None}  # blew up past depth 2: does not fall
+    assert depth_recipe.falls_monotonically("looped", expected=True)(summary).passed["2"] is False
+    errors["looped"]["100"]["2"] = {1: None, 2: None, 3: None}  # diverged in training: cannot tell
+    assert depth_recipe.falls_monotonically("looped", expected=True)(summary).passed["2"] is None
 
 
 def test_preconditioner_rules():

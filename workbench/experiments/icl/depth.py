@@ -74,10 +74,28 @@ def _batch(task, kappa: float, n: int):
 def analyze(finished, fast):
     n = 128 if fast else EVAL_SEQUENCES
     rows, batches = [], {}
+    task = None
     for variant, run in finished:
-        model, task = load_model(run)
+        if run.status().get("status") == "completed":
+            task = load_model(run)[1]
+            break
+    diverged = []
+    for variant, run in finished:
         labels = variant.labels
         kappa = labels["kappa"]
+        if run.status().get("status") != "completed":  # a diverged run: its depths get no number (NaN)
+            diverged.append({k: labels[k] for k in ("kappa", "model", "layers", "seed")})
+            for evaluated in (kappa, kappa * SHIFT):
+                base = {"kappa": kappa, "eval_kappa": evaluated, "seed": labels["seed"], "error": math.nan}
+                if labels["model"] == "looped":
+                    rows += [{**base, "model": "looped", "depth": loops} for loops in TEST_LOOPS]
+                else:
+                    rows.append({**base, "model": "stacked", "depth": labels["layers"]})
+                    if labels["layers"] == max(STACKED):
+                        rows += [{**base, "model": "stacked-truncated", "depth": b}
+                                 for b in range(1, max(STACKED) + 1)]
+            continue
+        model, _ = load_model(run)
         for evaluated in (kappa, kappa * SHIFT):
             if evaluated not in batches:
                 batches[evaluated] = (with_params(task, kappa=float(evaluated)), _batch(task, evaluated, n))
@@ -103,20 +121,25 @@ def analyze(finished, fast):
             rows.append({"kappa": evaluated, "eval_kappa": evaluated, "seed": -1, "model": "gradient descent",
                          "depth": steps, "error": float(error)})
     table = pd.DataFrame(rows)
-    return table, summarize(table, fast, int(finished[0][0].config.train.steps))
+    summary = summarize(table, fast, int(finished[0][0].config.train.steps))
+    summary["diverged"] = diverged
+    return table, summary
 
 
 def key(kappa) -> str:
     return f"{float(kappa):g}"
 
 
-def needed(errors: dict[int, float]) -> float:
-    """The fewest depth whose error is within SATURATE of the lowest over all depths; inf if none is
-    finite."""
-    finite = [e for e in errors.values() if math.isfinite(e)]
-    if not finite:
-        return math.inf
-    return float(min(d for d, e in errors.items() if math.isfinite(e) and e <= (1 + SATURATE) * min(finite)))
+def needed(errors: dict[int, float | None]) -> float | None:
+    """The fewest depth whose error is within SATURATE of the lowest over all depths; None (cannot tell)
+    if any depth has no finite error (a diverged run, or a model read past where it blows up to inf)."""
+    if not errors or any(e is None or not math.isfinite(e) for e in errors.values()):
+        return None
+    return float(min(d for d, e in errors.items() if e <= (1 + SATURATE) * min(errors.values())))
+
+
+def _number(value: float) -> float | None:
+    return round(float(value), 5) if math.isfinite(value) else None
 
 
 def monotone(errors: list[float]) -> bool:
@@ -126,16 +149,16 @@ def monotone(errors: list[float]) -> bool:
 def summarize(table: pd.DataFrame, fast: bool, steps: int) -> dict:
     own = table[table.kappa == table.eval_kappa]
     curves = {}  # model -> kappa -> seed -> {depth: error}
-    for (model, kappa, seed), part in own[own.seed >= 0].groupby(["model", "kappa", "seed"]):
+    for (model, kappa, seed), part in own[own.seed >= 0].groupby(["model", "kappa", "seed"], dropna=False):
         curves.setdefault(model, {}).setdefault(key(kappa), {})[str(int(seed))] = {
-            int(r.depth): round(float(r.error), 5) for r in part.sort_values("depth").itertuples()}
+            int(r.depth): _number(r.error) for r in part.sort_values("depth").itertuples()}
     shifted = table[(table.kappa != table.eval_kappa) & (table.seed >= 0)]
     shift = {}
     for (model, kappa, seed), part in shifted.groupby(["model", "kappa", "seed"]):
         shift.setdefault(model, {}).setdefault(key(kappa), {})[str(int(seed))] = {
-            int(r.depth): round(float(r.error), 5) for r in part.sort_values("depth").itertuples()}
+            int(r.depth): _number(r.error) for r in part.sort_values("depth").itertuples()}
     gd = table[table.model == "gradient descent"]
-    baseline = {key(k): {int(r.depth): round(float(r.error), 5) for r in part.itertuples()}
+    baseline = {key(k): {int(r.depth): _number(r.error) for r in part.itertuples()}
                 for k, part in gd.groupby("kappa")}
     summary = {"fast": fast, "steps": steps, "dim": DIM, "examples": EXAMPLES, "kappas": list(KAPPAS),
                "shift": SHIFT, "saturate": SATURATE, "errors": curves, "errors_shifted": shift, "gradient_descent": baseline,
@@ -144,8 +167,8 @@ def summarize(table: pd.DataFrame, fast: bool, steps: int) -> dict:
                          for model, by_kappa in curves.items()}
     looped = curves.get("looped", {})
     summary["headline"] = "; ".join(
-        f"kappa {k}: looped error at loops 1-8 (seed 0) " + "/".join(f"{e:.3f}" for e in seeds.get("0", {}).values())
-        + ", depth needed per seed " + "/".join(str(summary["needed"]["looped"][k][s]) for s in sorted(seeds))
+        f"kappa {k}: looped error at loops 1-8 (seed 0) " + "/".join(_show(e) for e in seeds.get("0", {}).values())
+        + ", saturates at loop (per seed) " + "/".join(_depth(summary["needed"]["looped"][k][s]) for s in sorted(seeds))
         for k, seeds in looped.items())
     return summary
 
@@ -159,11 +182,10 @@ def depth_grows(model: str):
         by_kappa = summary.get("needed", {}).get(model, {})
         small, large = by_kappa.get(key(min(KAPPAS)), {}), by_kappa.get(key(max(KAPPAS)), {})
         seeds = sorted(set(small) & set(large), key=int)
-        passed = {int(s): None if math.isinf(small[s]) and math.isinf(large[s]) else large[s] > small[s]
-                  for s in seeds}
+        passed = {int(s): None if small[s] is None or large[s] is None else large[s] > small[s] for s in seeds}
         numbers = {int(s): f"depth {_depth(small[s])} at kappa {min(KAPPAS)}, {_depth(large[s])} at kappa "
                            f"{max(KAPPAS)}" for s in seeds}
-        return by_seeds(passed, numbers, undecided="neither kappa reaches the bar")
+        return by_seeds(passed, numbers, undecided="a model diverged or blew up at some depth")
     return decide
 
 
@@ -175,16 +197,26 @@ def falls_monotonically(model: str, expected: bool):
             return not_tested("the fast budget trains a few steps, too few to learn anything in context")
         by_kappa = summary.get("errors", {}).get(model, {})
         seeds = sorted({s for seeds in by_kappa.values() for s in seeds}, key=int)
-        falls = {int(s): all(monotone(list(by_kappa[k][s].values())) for k in by_kappa if s in by_kappa[k])
-                 for s in seeds}
-        numbers = {int(s): "; ".join(f"kappa {k}: " + "/".join(f"{e:.3f}" for e in by_kappa[k][s].values())
+        def falls(s):
+            curves = [list(by_kappa[k][s].values()) for k in by_kappa if s in by_kappa[k]]
+            if any(e is None for curve in curves for e in curve):
+                # a curve that blows up to inf past some depth does not fall; one with a diverged run cannot tell
+                return False if all(curve[0] is not None for curve in curves) else None
+            return all(monotone(curve) for curve in curves)
+        told = {int(s): falls(s) for s in seeds}
+        numbers = {int(s): "; ".join(f"kappa {k}: " + "/".join(_show(e) for e in by_kappa[k][s].values())
                                      for k in by_kappa if s in by_kappa[k]) for s in seeds}
-        return by_seeds({s: ok == expected for s, ok in falls.items()}, numbers)
+        return by_seeds({s: None if ok is None else ok == expected for s, ok in told.items()}, numbers,
+                        undecided="a model diverged in training")
     return decide
 
 
-def _depth(value: float) -> str:
-    return "never" if math.isinf(value) else str(int(value))
+def _depth(value: float | None) -> str:
+    return "?" if value is None else str(int(value))
+
+
+def _show(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def figure(result: ExperimentResult):
