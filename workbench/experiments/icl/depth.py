@@ -36,7 +36,7 @@ SHIFT = 2.0  # the covariance shift: evaluated on kappa * SHIFT (1 -> 2, 100 -> 
 STACKED = (1, 2, 4, 8)
 LOOPED_TRAIN = 4
 TEST_LOOPS = tuple(range(1, 9))
-TRAIN = ["train.batch_size=128", "train.lr=3e-3", "probes.every=0"]
+TRAIN = ["train.batch_size=128", "train.lr=1e-2", "probes.every=0"]
 STEPS = 8000
 SEEDS = (0, 1, 2)
 EVAL_SEQUENCES = 4096
@@ -238,7 +238,7 @@ register_experiment(Experiment(
                 f"U[1, kappa], kappa in {{{', '.join(map(str, KAPPAS))}}}: the theory papers' linear transformer "
                 "(identity-feature-map linear attention, no norms, no MLP, width 8, one head) stacked to depth "
                 f"{', '.join(map(str, STACKED))} (one model each) and looped (one block trained at {LOOPED_TRAIN} "
-                f"loops, read at 1-8), {STEPS} steps (batch 128, lr 3e-3), seeds 0-2; error at the query against "
+                f"loops, read at 1-8), {STEPS} steps (batch 128, lr 1e-2), seeds 0-2; error at the query against "
                 f"depth, on the training kappa and on kappa x {SHIFT:g}, beside gradient descent with 1-8 steps.",
     variants=variants, analyze=analyze, figure=figure,
     claims=[
