@@ -37,10 +37,13 @@ def error_vs_depth(table: pd.DataFrame, title: str | None = None) -> go.Figure:
                                          legendgroup=name, showlegend=col == 1,
                                          line=dict(color=color(i), dash="dot" if shifted else "solid")),
                               row=1, col=col)
-    fig.update_yaxes(type="log", title_text="error at the query (squared error / d)", col=1)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text="error at the query (squared error / d)", col=1)
     fig.update_xaxes(title_text="depth (layers, loops or steps)")
     fig.update_layout(legend=dict(orientation="h", y=-0.3))
-    return paper_style(fig, width="double", height=380, title=title)
+    fig = paper_style(fig, width="double", height=380, title=title)
+    fig.update_layout(margin=dict(t=40))
+    return fig
 
 
 def preconditioner_panels(table: pd.DataFrame, summary: dict, title: str | None = None) -> go.Figure:
