@@ -234,8 +234,36 @@ def _labelled_lengths(states, experiment, claim):
     return {"train_max": 10, "exact_match": curves}
 
 
+def _icl_depth(states, key):
+    """'pass': the error saturates later at kappa 100 (4) than at 1 (2); the looped curve falls, the stacked
+    one has a bump. 'fail': the same depth at both kappas; the looped curve has a bump, the stacked falls."""
+    falling, bump = {1: 0.5, 2: 0.3, 3: 0.2}, {1: 0.5, 2: 0.3, 3: 0.6}
+    needed, errors = {}, {}
+    for seed, state in enumerate(states):
+        passing = state == "pass"
+        for model in ("looped", "stacked"):
+            needed.setdefault(model, {}).setdefault("1", {})[str(seed)] = 2.0 if passing else 4.0
+            needed[model].setdefault("100", {})[str(seed)] = 4.0
+        for kappa in ("1", "100"):
+            errors.setdefault("looped", {}).setdefault(kappa, {})[str(seed)] = falling if passing else bump
+            errors.setdefault("stacked-truncated", {}).setdefault(kappa, {})[str(seed)] = bump if passing else falling
+    return {"fast": False, "needed": needed, "errors": errors}
+
+
+def _icl_pgd(states):
+    """'pass': cosine 0.95 and the model within 1.1x of preconditioned GD; 'fail': 0.5 and 3x."""
+    return {"fast": False, "seeds": {str(seed): {
+        "cosine": 0.95 if state == "pass" else 0.5,
+        "ratio_to_pgd": {str(loops): 1.1 if state == "pass" else 3.0 for loops in range(1, 9)}}
+        for seed, state in enumerate(states)}}
+
+
 def summary_for(experiment, claim, states) -> dict:
     name = experiment.name
+    if name == "icl-depth-and-looping":
+        return _icl_depth(states, claim.key)
+    if name == "icl-preconditioned-gd":
+        return _icl_pgd(states)
     if name.startswith("lengthgen-"):
         return _lengthgen(states, experiment)
     if name in ("sort-hint", "addition-format"):

@@ -24,8 +24,8 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "topk")
 SOFTMAXES = ("standard", "clipped")
 SSM_INITS = ("default", "mimetic")
 INITS = ("gpt2", "fan_in")
-FEATURE_MAPS = ("elu1", "based")
-NORMS = ("layernorm", "rmsnorm")
+FEATURE_MAPS = ("elu1", "based", "identity")
+NORMS = ("layernorm", "rmsnorm", "none")
 
 
 @dataclass
@@ -65,10 +65,13 @@ class ModelConfig:
                                        "(Trockman et al. 2024)")
     init: str = setting("gpt2", "weight scale: gpt2 = N(0, 0.02), fan_in = N(0, 1/fan_in); fan_in for recall "
                                 "tasks at small widths")  # models/transformer.py
-    feature_map: str = setting("elu1", "linear attention's feature map: elu1, or based (a Taylor expansion of exp)")
+    feature_map: str = setting("elu1", "linear attention's feature map: elu1, based (a Taylor expansion of exp), "
+                                "or identity (none: the theory papers' linear self-attention, "
+                                "rows divided by their number of keys, not the key sum)")
     norm: str = setting("layernorm", "every norm of the model (before each mixer and MLP, and the final one): "
                                      "layernorm (with a bias) or rmsnorm (a gain only, as Mamba's; Zhang and Sennrich "
-                                     "2019); eps 1e-5 both")
+                                     "2019); eps 1e-5 both; none: no norm at all (the theory papers' linear "
+                                     "transformers)")
     looped: bool = setting(False, "a looped model: one block's weights applied n_layers times (Dehghani et al. 2019; "
                                   "Yang et al. 2023); the number of loops can be changed after training")
     mixer_options: dict = setting({}, "settings a mixer declares itself (its Options dataclass), beyond the shared "
@@ -120,9 +123,12 @@ class ProbeConfig:
 # dropped, an empty mixer_options is dropped too.
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
+                  ("model.mixer_options", None, "gd_form", False),
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
-                  ("model", None, "looped", False)]
+                  ("model", None, "looped", False),
+                  *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
+                    for key in ("pairs", "fixed_covariance")]]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 

@@ -101,6 +101,11 @@ REFERENCES: dict[str, Reference] = {r.arxiv: r for r in [
     Reference("Bhattamishra et al. 2023", "Satwik Bhattamishra, Arkil Patel, Phil Blunsom, Varun Kanade", 2023,
               "Understanding In-Context Learning in Transformers and LLMs by Learning to Learn Discrete Functions",
               "2310.03016"),
+    Reference("Yang et al. 2023", "Liu Yang, Kangwook Lee, Robert Nowak, Dimitris Papailiopoulos", 2023,
+              "Looped Transformers are Better at Learning Learning Algorithms", "2311.12424"),
+    Reference("Gatmiry et al. 2024", "Khashayar Gatmiry, Nikunj Saunshi, Sashank J. Reddi, Stefanie Jegelka, "
+              "Sanjiv Kumar", 2024, "Can Looped Transformers Learn to Implement Multi-step Gradient Descent for "
+              "In-context Learning?", "2410.08292"),
 ]}
 
 

@@ -67,6 +67,8 @@ NORM_EPS = 1e-5  # torch.nn.LayerNorm's default; RMSNorm is given it too (its ow
 
 
 def make_norm(config) -> nn.Module:
+    if config.norm == "none":
+        return nn.Identity()
     if config.norm == "rmsnorm":
         return nn.RMSNorm(config.d_model, eps=NORM_EPS)
     return nn.LayerNorm(config.d_model, eps=NORM_EPS)

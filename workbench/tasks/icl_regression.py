@@ -12,6 +12,13 @@ Options beyond the paper's isotropic setting: `noise` (std of Gaussian noise add
 uniformly from [1, kappa], eigenvalues spaced evenly in log and with mean 1), and, in
 `icl_sparse_regression`, w with only `sparsity` nonzero coordinates.
 
+Two options for the theory papers' setting (Ahn et al. 2023; Gatmiry et al. 2024, arXiv 2410.08292):
+`pairs` shows each example as one token carrying (x_j, y_j) in d + 1 coordinates, and the final token
+(x_k, 0) is the one query (the only position scored); a linear self-attention layer can then take a
+gradient step on the examples in one pass, which the interleaved slots cannot (x_j and y_j sit in
+different tokens). `fixed_covariance` gives every sequence the same input covariance: eigenvalues spaced
+evenly in log from 1 to 1/kappa (mean 1) under one fixed rotation (`fixed_covariance_matrix`).
+
 Exact match makes no sense for real numbers; a sample counts as solved when its final query's
 squared error, divided by d, is below `tolerance` (predicting 0 scores about 1).
 """
@@ -36,6 +43,10 @@ class RegressionParams:
     noise: float = field(default=0.0, metadata={"help": "std of Gaussian noise added to each y"})
     kappa: float = field(default=1.0, metadata={"help": "largest condition number of the input covariance (1: isotropic)"})
     sparsity: int = field(default=0, metadata={"help": "nonzero coordinates of w (0: all d)"})
+    pairs: bool = field(default=False, metadata={"help": "one token per example, (x, y) in d + 1 coordinates; the "
+                                                          "final token (x, 0) is the only query"})
+    fixed_covariance: bool = field(default=False, metadata={"help": "one input covariance for every sequence: "
+                                                                    "condition number kappa, a fixed rotation"})
     tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d below which a sample counts as solved"})
 
 
@@ -54,11 +65,16 @@ class ICLLinearRegression(InContextTask):
         check(p.noise >= 0, "task.noise", p.noise, "expected >= 0")
         check(p.kappa >= 1, "task.kappa", p.kappa, "expected a condition number >= 1")
         check(0 <= p.sparsity <= p.dim, "task.sparsity", p.sparsity, f"expected 0..task.dim ({p.dim})")
+        check(not p.pairs or p.min_examples == p.max_examples >= 2, "task.pairs", p.pairs,
+              "expected task.min_examples == task.max_examples >= 2 with pairs (the query is the final token)")
         check(p.tolerance > 0, "task.tolerance", p.tolerance, "expected > 0")
-        self.input_dim = p.dim
+        self.input_dim = p.dim + 1 if p.pairs else p.dim
 
     def build_vocab(self) -> Vocab:
         return Vocab(["x", "y"])
+
+    def sequence_length(self, length: int) -> int:
+        return length if self.params.pairs else 2 * length - 1
 
     # --- the data -----------------------------------------------------------------------------
     def draw_weights(self, m: int, generator) -> Tensor:
@@ -74,6 +90,9 @@ class ICLLinearRegression(InContextTask):
         eigenvalues spaced evenly in log from 1 to 1/c (c ~ U[1, kappa]), rescaled to mean 1."""
         d, kappa = self.params.dim, self.params.kappa
         z = torch.randn(m, k, d, generator=generator)
+        if self.params.fixed_covariance:
+            root = self.fixed_covariance_root()
+            return z @ root.T, (root @ root.T).expand(m, d, d).clone()
         if kappa == 1:
             return z, torch.eye(d).expand(m, d, d).clone()
         condition = 1 + (kappa - 1) * torch.rand(m, 1, generator=generator)
@@ -84,10 +103,28 @@ class ICLLinearRegression(InContextTask):
         root = rotation * eigenvalues.sqrt().unsqueeze(1)  # Q diag(sqrt(lambda))
         return z @ root.transpose(1, 2), root @ root.transpose(1, 2)
 
+    FIXED_ROTATION_SEED = 0
+
+    def fixed_covariance_root(self) -> Tensor:
+        """Q diag(sqrt(lambda)) of the fixed covariance: lambda spaced evenly in log from 1 to 1/kappa,
+        rescaled to mean 1, Q a rotation drawn from its own seed (the same for every run)."""
+        d, kappa = self.params.dim, self.params.kappa
+        eigenvalues = torch.tensor(float(kappa)) ** -torch.linspace(0, 1, d)
+        eigenvalues = eigenvalues / eigenvalues.mean()
+        rotation, _ = torch.linalg.qr(torch.randn(d, d, generator=torch.Generator().manual_seed(self.FIXED_ROTATION_SEED)))
+        return rotation * eigenvalues.sqrt()
+
+    def fixed_covariance_matrix(self) -> Tensor:
+        """(d, d) the input covariance every sequence shares under `fixed_covariance`."""
+        root = self.fixed_covariance_root()
+        return root @ root.T
+
     def _fixed_length(self, k: int, m: int, generator) -> Batch:
         w = self.draw_weights(m, generator)
         xs, covariance = self.draw_inputs(m, k, generator)
         ys = (xs @ w.unsqueeze(-1)).squeeze(-1) + self.params.noise * torch.randn(m, k, generator=generator)
+        if self.params.pairs:
+            return self._pairs(xs, ys, w, covariance)
         T = 2 * k - 1
         tokens = torch.full((m, 2 * k), self.vocab["y"])
         tokens[:, 0::2] = self.vocab["x"]
@@ -96,22 +133,46 @@ class ICLLinearRegression(InContextTask):
         meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
         return Batch(tokens[:, :T], tokens[:, 1:], query_mask(m, k), None, meta, slot_vectors(xs, ys), values)
 
+    def _pairs(self, xs: Tensor, ys: Tensor, w: Tensor, covariance: Tensor) -> Batch:
+        """k tokens: (x_j, y_j) for the k - 1 examples (token `y`), then the query (x_k, 0) (token `x`)."""
+        m, k, d = xs.shape
+        vectors = torch.cat([xs, ys.unsqueeze(-1)], dim=-1)
+        vectors[:, -1, d] = 0.0
+        tokens = torch.full((m, k + 1), self.vocab["y"])
+        tokens[:, k - 1] = self.vocab["x"]
+        loss_mask = torch.zeros(m, k, dtype=torch.bool)
+        loss_mask[:, -1] = True
+        values = torch.zeros(m, k)
+        values[:, -1] = ys[:, -1]
+        meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
+        return Batch(tokens[:, :k], tokens[:, 1:], loss_mask, None, meta, vectors, values)
+
     # --- reading a batch back -----------------------------------------------------------------
-    @staticmethod
-    def examples(batch: Batch) -> tuple[Tensor, Tensor]:
-        """(xs (B, k, d), ys (B, k)) of a batch: the inputs and targets at its query slots."""
+    def examples(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        """(xs (B, k, d), ys (B, k)) of a batch: the inputs and targets at its query slots (under
+        `pairs`: every token's x and y, the final y being the query's target)."""
+        if self.params.pairs:
+            d = self.params.dim
+            ys = batch.vectors[:, :, d].clone()
+            ys[:, -1] = batch.values[:, -1]
+            return batch.vectors[:, :, :d], ys
         return batch.vectors[:, 0::2], batch.values[:, 0::2]
 
     def predictions(self, logits: Tensor) -> Tensor:
         return logits[..., 0]
 
     def squared_errors(self, predictions: Tensor, batch: Batch) -> Tensor:
-        """(B, k) squared error / d at each query: position i has seen i examples."""
+        """(B, k) squared error / d at each query: position i has seen i examples. Under `pairs`,
+        (B, 1): the one query's, which has seen k - 1 examples."""
+        if self.params.pairs:
+            return (predictions[:, -1:] - batch.values[:, -1:]) ** 2 / self.params.dim
         return (predictions[:, 0::2] - batch.values[:, 0::2]) ** 2 / self.params.dim
 
     def score(self, predictions: Tensor, batch: Batch) -> Tensor:
-        last = batch.meta["length"] - 1  # each sample's final query (samples may differ in length)
         errors = self.squared_errors(predictions, batch)
+        if self.params.pairs:
+            return errors[:, 0] < self.params.tolerance
+        last = batch.meta["length"] - 1  # each sample's final query (samples may differ in length)
         return errors.gather(1, last.unsqueeze(1)).squeeze(1) < self.params.tolerance
 
 

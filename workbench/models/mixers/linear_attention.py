@@ -1,6 +1,10 @@
 """Linear attention (Katharopoulos et al. 2020) with the feature maps of model.feature_map.
 
     elu1:  phi(x) = elu(x) + 1, on the head's own query/key dimension
+    identity: phi(x) = x and no normalization by the key sum: each row of the causal map q_t . k_s is
+           divided by the number of keys it sees (t + 1) instead, the 1/n of the linear self-attention
+           the theory papers analyse (von Oswald et al. 2023; Ahn et al. 2023; Gatmiry et al. 2024,
+           arXiv 2410.08292): out_t = (1/(t+1)) sum_{s<=t} v_s (k_s . q_t)
     based: the 2nd-order Taylor expansion of exp (Arora et al. 2024, "Based", arXiv 2402.18668), on
            queries and keys projected to BASED_QK_DIM = d' features per head:
            phi(x) = [1, x / d'^(1/4), vec(x x^T) / (sqrt(2) sqrt(d'))], so that
@@ -10,10 +14,22 @@ Two forms with the same math (tests check they agree):
     parallel:  out = normalize(mask * phi(Q) phi(K)^T) V          (training; T x T per head)
     recurrent: S_t = S_{t-1} + phi(k_t) v_t^T,  z_t = z_{t-1} + phi(k_t),
                out_t = phi(q_t) S_t / (phi(q_t) . z_t)             (constant state per token)
-Both feature maps are positive (1 + x + x^2/2 > 0), so the normalizer never changes sign.
+elu1 and based are positive (1 + x + x^2/2 > 0), so the normalizer never changes sign; identity has
+no normalizer (out_t = phi(q_t) S_t / (t + 1)) and its map can be negative.
 Positions come from the model's additive encodings only: rotary and bias encodings act on
 softmax attention. `hook_pattern` gets the normalized map (B, H, T, T); as for attention, a
 listener that returns a map changes the output.
+
+model.gd_form=true (identity feature map only) is the linear self-attention of the theory papers in the
+form where one layer is one step of (preconditioned) gradient descent on the prediction alone (Ahn et al.
+2023; Gatmiry et al. 2024, arXiv 2410.08292, whose value/output matrix has a single nonzero entry, the
+label's): the layer reads its values from one learned direction o of the residual stream (one number per
+head: the stream's coordinate along o, times a learned scale) and writes along o only, and its queries and
+keys read the stream with the o component projected out. What the layer writes is then invisible to later queries and keys, so a looped or stacked
+model of such layers stays a polynomial of degree 3 in its inputs at any depth instead of 3^depth (the
+plain form, looped, explodes on rare large inputs).
+
+    out_t = o * sum_h (1/(t+1)) sum_{s<=t} c_h (x_s . u) (k_{s,h} . q_{t,h}),   q, k from x - (x.u) u, u = o/|o|
 
 `hook_state` (only while listened to) receives S_t and z_t after every token packed in one tensor,
 (B, T, H, F, head_dim + 1): [..., :head_dim] is S_t, [..., head_dim] is z_t (F features of phi).
@@ -25,11 +41,14 @@ change them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from ...errors import check
+from ...typed import setting
 from ..linear import make_linear
 from .base import Mixer, MixerContext, register_mixer
 from .common import causal_mask
@@ -40,6 +59,8 @@ EPS = 1e-6  # keeps 0/0 out when elu(x) + 1 underflows
 
 
 def feature_map(x: Tensor, name: str) -> Tensor:
+    if name == "identity":
+        return x
     if name == "elu1":
         return F.elu(x) + 1.0
     d = x.shape[-1]
@@ -48,38 +69,68 @@ def feature_map(x: Tensor, name: str) -> Tensor:
 
 
 def feature_size(name: str, qk_dim: int) -> int:
-    return qk_dim if name == "elu1" else 1 + qk_dim + qk_dim * qk_dim
+    return qk_dim if name in ("elu1", "identity") else 1 + qk_dim + qk_dim * qk_dim
+
+
+@dataclass
+class LinearAttentionOptions:
+    gd_form: bool = setting(False, "linear attention with feature_map=identity: values read from one learned "
+                                   "direction and written back along it only, queries and keys blind to it (the theory "
+                                   "papers' gradient-descent form; a looped model of it stays stable)")
 
 
 @register_mixer("linear_attention")
 class LinearAttention(Mixer):
     settings = ("n_heads", "feature_map")
+    Options = LinearAttentionOptions
     has_state = True
+
+    @classmethod
+    def check_options(cls, config, options) -> None:
+        check(not options.gd_form or config.feature_map == "identity", "model.gd_form", options.gd_form,
+              "expected false unless model.feature_map=identity")
+
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads
         self.head_dim = d // self.n_heads
-        self.qk_dim = self.head_dim if config.feature_map == "elu1" else BASED_QK_DIM
+        self.qk_dim = self.head_dim if config.feature_map in ("elu1", "identity") else BASED_QK_DIM
         linear = lambda i, o: make_linear(i, o, sigma_reparam=config.sigma_reparam)  # noqa: E731
         self.qk = linear(d, 2 * self.n_heads * self.qk_dim)
-        self.v = linear(d, d)
-        self.out = linear(d, d)
+        self.gd_form = bool(self.options.gd_form)
+        if self.gd_form:  # one value per head, the stream's coordinate along `write`, written back along it
+            self.head_dim = 1
+            self.write = nn.Parameter(torch.randn(d) / math.sqrt(d))
+            self.value_scale = nn.Parameter(torch.ones(self.n_heads))
+        else:
+            self.v = linear(d, d)
+            self.out = linear(d, d)
+
+    def blind(self, x: Tensor) -> Tensor:
+        """x with its component along the written direction removed (gd_form: what queries and keys read)."""
+        u = self.write / self.write.norm().clamp_min(1e-12)
+        return x - (x @ u)[..., None] * u
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """phi(q), phi(k): (B, H, T, F) and v: (B, H, T, head_dim)."""
         B, T, _ = x.shape
-        q, k = self.qk(x).view(B, T, 2, self.n_heads, self.qk_dim).permute(2, 0, 3, 1, 4)
-        v = self.v(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        q, k = self.qk(self.blind(x) if self.gd_form else x).view(B, T, 2, self.n_heads, self.qk_dim).permute(
+            2, 0, 3, 1, 4)
+        if self.gd_form:
+            u = self.write / self.write.norm().clamp_min(1e-12)
+            v = ((x @ u)[..., None] * self.value_scale).transpose(1, 2).unsqueeze(-1)
+        else:
+            v = self.v(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
         name = self.config.feature_map
         return feature_map(q, name), feature_map(k, name), v
 
     def attention_like(self, x: Tensor, context: MixerContext) -> Tensor:
         phi_q, phi_k, _ = self.features(x)
-        return normalized_map(phi_q, phi_k)
+        return normalized_map(phi_q, phi_k, self.config.feature_map)
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         phi_q, phi_k, v = self.features(x)
-        mixed = self.hook_pattern(normalized_map(phi_q, phi_k)) @ v
+        mixed = self.hook_pattern(normalized_map(phi_q, phi_k, self.config.feature_map)) @ v
         if self.hook_state.active:
             mixed = self.listened_state(mixed.transpose(1, 2), phi_q, phi_k, v).transpose(1, 2)
         return self.merge(mixed)
@@ -93,6 +144,8 @@ class LinearAttention(Mixer):
 
         def readout(state: Tensor, t: int) -> Tensor:
             numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], state[..., :self.head_dim])
+            if self.config.feature_map == "identity":
+                return numerator / (t + 1)
             normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], state[..., self.head_dim])
             return numerator / (normalizer[..., None] + EPS)
 
@@ -111,12 +164,17 @@ class LinearAttention(Mixer):
             S = S + phi_k[:, :, t, :, None] * v[:, :, t, None, :]
             z = z + phi_k[:, :, t]
             numerator = torch.einsum("bhf,bhfd->bhd", phi_q[:, :, t], S)
+            if self.config.feature_map == "identity":
+                outputs.append(numerator / (t + 1))
+                continue
             normalizer = torch.einsum("bhf,bhf->bh", phi_q[:, :, t], z)
             outputs.append(numerator / (normalizer[..., None] + EPS))
         return self.merge(torch.stack(outputs, dim=2))
 
     def merge(self, mixed: Tensor) -> Tensor:
         B, H, T, hd = mixed.shape
+        if self.gd_form:
+            return self.units(mixed.transpose(1, 2).reshape(B, T, H), H).sum(-1, keepdim=True) * self.write
         return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, H * hd), H))
 
     def state_size(self, length: int) -> int:
@@ -124,8 +182,11 @@ class LinearAttention(Mixer):
         return self.n_heads * (features * self.head_dim + features)
 
 
-def normalized_map(phi_q: Tensor, phi_k: Tensor) -> Tensor:
-    """(B, H, T, T): causal phi(q_t) . phi(k_s), each row divided by its sum (plus EPS)."""
+def normalized_map(phi_q: Tensor, phi_k: Tensor, name: str = "elu1") -> Tensor:
+    """(B, H, T, T): causal phi(q_t) . phi(k_s), each row divided by its sum (plus EPS); for the
+    identity map, by its number of keys t + 1."""
     T = phi_q.shape[-2]
     scores = (phi_q @ phi_k.transpose(-1, -2)) * causal_mask(T, phi_q.device)
+    if name == "identity":
+        return scores / torch.arange(1, T + 1, device=scores.device, dtype=scores.dtype)[:, None]
     return scores / (scores.sum(dim=-1, keepdim=True) + EPS)
