@@ -78,7 +78,9 @@ def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | N
                                      hovertemplate="%{x} examples<br>%{y:.1f}%<extra>" + name + "</extra>"),
                           row=1, col=col)
         for j, (name, rows) in enumerate(part[part.kind == "baseline"].groupby("model", sort=False)):
+            shown = any(trace.name == name and trace.showlegend is not False for trace in fig.data)
             fig.add_trace(go.Scatter(x=rows.examples, y=rows.accuracy * 100, mode="lines", name=name,
+                                     showlegend=not shown, legendgroup=name,
                                      line=dict(color="grey", dash=BASELINE_DASHES[j % len(BASELINE_DASHES)], width=1.5),
                                      hovertemplate="%{x} examples<br>%{y:.1f}%<extra>" + name + "</extra>"),
                           row=1, col=col)
@@ -86,4 +88,6 @@ def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | N
             fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=col)
         fig.update_xaxes(title="in-context examples", row=1, col=col)
     fig.update_yaxes(title="accuracy (%)", range=[40, 101], row=1, col=1)
-    return paper_style(fig, height=340, title=title)
+    fig = paper_style(fig, height=340, title=title)
+    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))  # room for the panel titles
+    return fig
