@@ -378,6 +378,7 @@ def test_train_form_bad_input_shows_the_command_line_message(empty, key, value, 
 
 
 def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
+    from workbench.config import NORMS
     from workbench.models import MIXERS, POSITIONS
     from workbench.tasks import TASKS
 
@@ -387,7 +388,7 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     assert app.selectbox(key="train_mixer").value == "attention"
     assert app.selectbox(key="train_addition_model.pos").options == POSITIONS.names()
     norm = app.selectbox(key="train_addition_model.norm")
-    assert norm.options == ["layernorm", "rmsnorm"] and norm.value == "layernorm" and "Mamba" in norm.help
+    assert norm.options == list(NORMS) and norm.value == "layernorm" and "Mamba" in norm.help
     app.selectbox(key="train_task").select("mqar").run()
     assert app.text_input(key="train_mqar_task.power_a").value == "0.01"
 
