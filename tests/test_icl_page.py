@@ -8,22 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.config import RunConfig
 from workbench.icl.baselines import BASELINES
 from workbench.selection import SELECTED_RUNS
-from workbench.train import train
+
+from icl_runs import train_runs
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app" / "pages" / "9_In_context.py")
-TINY = ["model.d_model=16", "model.n_heads=2", "model.n_layers=2", "model.init=fan_in", "train.steps=20",
-        "train.batch_size=16", "train.warmup=5", "probes.every=0", "train.eval_samples=32", "train.threads=1"]
-REGRESSION = ["task.name=icl_linear_regression", "task.dim=2", "task.min_examples=5", "task.max_examples=5"]
-RUNS = {
-    "regression": REGRESSION + TINY,
-    "looped": REGRESSION + TINY + ["model.looped=true"],
-    "boolean": ["task.name=icl_boolean", "task.bits=4", "task.min_examples=6", "task.max_examples=6"] + TINY,
-    "addition": ["task.name=addition", "task.max_digits=2", "model.d_model=16", "model.n_heads=2", "model.n_layers=1",
-                 "train.steps=5", "train.batch_size=8", "probes.every=0", "train.eval_samples=8", "train.threads=1"],
-}
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +23,7 @@ def store(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(store) -> dict[str, str]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WORKBENCH_DATA", str(store))
-        return {name: train(RunConfig.load(None, overrides), progress=False).run_id for name, overrides in RUNS.items()}
+    return train_runs(store)
 
 
 @pytest.fixture

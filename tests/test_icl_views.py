@@ -10,31 +10,20 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.icl import views
 from workbench.icl.baselines import BASELINES
-from workbench.train import train
+
+from icl_runs import train_runs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-TINY = ["model.d_model=16", "model.n_heads=2", "model.n_layers=2", "model.init=fan_in", "train.steps=20",
-        "train.batch_size=16", "train.warmup=5", "probes.every=0", "train.eval_samples=32", "train.threads=1"]
-REGRESSION = ["task.name=icl_linear_regression", "task.dim=2", "task.min_examples=5", "task.max_examples=5"]
-RUNS = {
-    "regression": REGRESSION + TINY,
-    "looped": REGRESSION + TINY + ["model.looped=true"],
-    "boolean": ["task.name=icl_boolean", "task.bits=4", "task.min_examples=6", "task.max_examples=6"] + TINY,
-    "addition": ["task.name=addition", "task.max_digits=2", "model.d_model=16", "model.n_heads=2", "model.n_layers=1",
-                 "train.steps=5", "train.batch_size=8", "probes.every=0", "train.eval_samples=8", "train.threads=1"],
-}
 
 
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("icl-runs")
-    return root, {name: train(RunConfig.load(None, overrides), progress=False, root=root).run_id
-                  for name, overrides in RUNS.items()}
+    return root, train_runs(root)
 
 
 @pytest.fixture
