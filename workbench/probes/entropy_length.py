@@ -29,7 +29,7 @@ def layer_entropies(model, tokens, position_ids=None, vectors=None) -> dict[int,
         return listener
 
     with model.hooks({f"blocks.{layer}.mixer.hook_entropy": keep(layer) for layer in layers}):
-        model(tokens, position_ids) if vectors is None else model(tokens, position_ids, vectors)
+        model(tokens, position_ids, vectors)
     return found
 
 
