@@ -97,6 +97,47 @@ def test_the_gradient_descent_form_writes_along_one_direction_its_queries_and_ke
     assert "gd_form" not in plain.canonical_json()
 
 
+def _stack(layers: int, shared: bool, seed: int):
+    config = _config(f"model.n_layers={layers}", f"model.gd_shared_write={str(shared).lower()}", "task.kappa=100")
+    task = build_task(config.task.name, config.task.params)
+    return model_for_task(config.model, task, seed=seed), task
+
+
+def test_a_shared_write_stack_starts_as_its_read_in_and_keeps_every_write_out_of_every_query_and_key():
+    model, task = _stack(8, shared=True, seed=0)
+    writes = [block.mixer.write for block in model.blocks]
+    assert all(torch.equal(w, writes[0]) for w in writes) and "write" not in dict(model.named_parameters())
+    batch = task.sample(64, torch.Generator().manual_seed(0), length=K)
+    x = torch.randn(2, K, 4)
+    with torch.no_grad():
+        assert torch.isfinite(task.predictions(model(*batch.inputs()))).all()
+        for block in model.blocks:  # each layer starts as the identity (value scale 0) ...
+            assert torch.equal(block.mixer(x, None), torch.zeros_like(x))
+            block.mixer.value_scale.fill_(1.0)
+        # ... and once it writes, it writes along the shared direction, which no layer's query or key reads
+        u = writes[0]
+        for block in model.blocks:
+            out = block.mixer(x, None)
+            torch.testing.assert_close(out - (out @ u)[..., None] * u, torch.zeros_like(out))
+            torch.testing.assert_close(block.mixer.features(x)[:2], block.mixer.features(x + 2.0 * u)[:2])
+    with pytest.raises(Exception, match="gd_shared_write"):
+        RunConfig.load(None, ["model.mixer=linear_attention", "model.feature_map=identity",
+                              "model.gd_shared_write=true"])
+    assert "gd_shared_write" not in _config().canonical_json()
+
+
+def test_own_write_directions_overflow_a_deep_stack_at_init_where_the_shared_one_does_not():
+    """Why the stacked models of icl-depth-and-looping use the shared form: with a learned direction per
+    layer, layer l + 1 reads what layer l wrote and the first forward pass overflows at depth 4."""
+    for seed in range(3):
+        for shared in (False, True):
+            model, task = _stack(4, shared, seed)
+            batch = task.sample(256, torch.Generator().manual_seed(seed), length=K)
+            with torch.no_grad():
+                largest = float(task.predictions(model(*batch.inputs())).abs().max())
+            assert (largest < 1e3) if shared else not (largest < 1e6)
+
+
 def test_pairs_put_each_example_in_one_token_and_score_only_the_query():
     task = _task()
     batch = task.sample(5, torch.Generator().manual_seed(0), length=K)

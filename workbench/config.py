@@ -124,6 +124,7 @@ class ProbeConfig:
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
                   ("model.mixer_options", None, "gd_form", False),
+                  ("model.mixer_options", None, "gd_shared_write", False),
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
                   ("model", None, "looped", False),

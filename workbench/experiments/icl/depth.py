@@ -47,6 +47,10 @@ EVAL_SEQUENCES = 4096
 # at 1 (its first step is worth more when the variance sits in a few directions), at a tight one (0.05)
 # the pilot models never reach it. "Falls monotonically": each depth's error <= the one before times
 # 1 + SLACK (2% absorbs the evaluation's noise, ~1% standard error).
+# The stacked models write along one shared direction and start each layer as the identity
+# (model.gd_shared_write): with a learned write direction per layer they diverged at step 0 from depth 4 on
+# (see the mixer). The looped model has one block, so one write direction already.
+STACKED_FORM = ["model.gd_shared_write=true"]
 SATURATE = 0.1
 SLACK = 0.02
 
@@ -55,7 +59,7 @@ def variants(fast: bool) -> list[Variant]:
     out = []
     seeds = SEEDS[:1] if fast else SEEDS
     for kappa in KAPPAS:
-        models = [("stacked", L, [f"model.n_layers={L}"]) for L in STACKED]
+        models = [("stacked", L, [f"model.n_layers={L}", *STACKED_FORM]) for L in STACKED]
         models.append(("looped", LOOPED_TRAIN, [f"model.n_layers={LOOPED_TRAIN}", "model.looped=true"]))
         for kind, L, overrides in models:
             for seed in seeds:

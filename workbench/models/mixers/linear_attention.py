@@ -77,6 +77,9 @@ class LinearAttentionOptions:
     gd_form: bool = setting(False, "linear attention with feature_map=identity: values read from one learned "
                                    "direction and written back along it only, queries and keys blind to it (the theory "
                                    "papers' gradient-descent form; a looped model of it stays stable)")
+    gd_shared_write: bool = setting(False, "gd_form: every layer writes along the same fixed direction (the stream's "
+                                           "last coordinate) instead of its own learned one, so no layer's queries or "
+                                           "keys see what any layer wrote (the theory's stacked form)")
 
 
 @register_mixer("linear_attention")
@@ -89,6 +92,8 @@ class LinearAttention(Mixer):
     def check_options(cls, config, options) -> None:
         check(not options.gd_form or config.feature_map == "identity", "model.gd_form", options.gd_form,
               "expected false unless model.feature_map=identity")
+        check(not options.gd_shared_write or options.gd_form, "model.gd_shared_write", options.gd_shared_write,
+              "expected false unless model.gd_form=true")
 
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
@@ -100,8 +105,19 @@ class LinearAttention(Mixer):
         self.gd_form = bool(self.options.gd_form)
         if self.gd_form:  # one value per head, the stream's coordinate along `write`, written back along it
             self.head_dim = 1
-            self.write = nn.Parameter(torch.randn(d) / math.sqrt(d))
-            self.value_scale = nn.Parameter(torch.ones(self.n_heads))
+            if self.options.gd_shared_write:
+                # Own learned directions let layer l + 1's queries read what layer l wrote: a stack is then a
+                # polynomial of degree 3^depth again and overflows at init from depth 3 on. One fixed direction
+                # for all layers keeps every write out of every query and key (the learned read-in and read-out
+                # can rotate the stream to it, so nothing is lost).
+                # Even so each layer multiplies the prediction by about (1 + c q.k), so a stack at fan-in init
+                # grows exponentially with depth (1e14 at depth 8 and kappa 100): each layer starts as the
+                # identity instead (value scale 0, as ReZero's residual gate; Bachlechner et al. 2020).
+                self.register_buffer("write", torch.eye(d)[-1].clone())
+                self.value_scale = nn.Parameter(torch.zeros(self.n_heads))
+            else:
+                self.write = nn.Parameter(torch.randn(d) / math.sqrt(d))
+                self.value_scale = nn.Parameter(torch.ones(self.n_heads))
         else:
             self.v = linear(d, d)
             self.out = linear(d, d)
