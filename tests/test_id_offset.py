@@ -148,3 +148,32 @@ def test_the_offset_figure_has_a_line_per_length_and_marks_the_default_start():
     assert "offset %{x}" in lines[0].hovertemplate
     assert [shape.x0 for shape in fig.layout.shapes] == [0]  # copy's default start, 0, is marked too
     assert [a.text for a in fig.layout.annotations] == ["evaluation default"]
+
+
+@pytest.mark.parametrize("name, params", [*sorted(COUPLED.items()), ("addition", {"ids": "abacus"})])
+def test_random_starts_draw_each_samples_start_from_trainings_range_and_keep_the_symbols(name, params):
+    task = build_task(name, params)
+    default, fair = _sample(task, 3), _sample(task.at_offset("random"), 3)
+    again = _sample(task.at_offset("random"), 3)
+    assert torch.equal(fair.position_ids, again.position_ids)  # the same seed, the same starts
+    assert torch.equal(fair.tokens, default.tokens) and torch.equal(fair.targets, default.targets)
+    coupled = default.position_ids > 0
+    firsts = torch.where(coupled, fair.position_ids, fair.position_ids.max() + 1).min(dim=1).values
+    assert firsts.unique().numel() > 1  # each sample its own start, not one for the batch
+    shift = fair.position_ids - default.position_ids
+    assert 0 <= int(shift.min()) and int(shift.max()) <= task.params.max_position  # within the trained starts
+    per_sample = [set(row[c].unique().tolist()) for row, c in zip(shift, coupled)]
+    assert all(len(s) == 1 for s in per_sample)  # the whole sample moves together
+
+
+def test_random_starts_reach_the_cli_and_the_figure(run_id, capsys):
+    assert main(["eval-length", run_id, "--lengths", "2", "--offsets", "1,random", "--n", "16", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["exact_match_by_offset"]
+    assert set(result["2"]) == {"1", "random"}
+    from workbench.figures.builders import offset_curves
+
+    fig = offset_curves({5: {1: 0.2, 9: 1.0, "random": 0.8}}, default_offset=1)
+    assert list(fig.data[-1].x) == [1, 9]  # random has no place on the offset axis ...
+    assert any("random starts" in (a.text or "") for a in fig.layout.annotations)  # ... it is a dotted level
+    with pytest.raises(ConfigError, match="or random"):
+        build_task("addition", {}).at_offset("randm")

@@ -134,6 +134,16 @@ def evaluate_lengths(run_id: str, lengths: list[int] | str, n: int = 512, entrop
     return result
 
 
+def parse_offsets(offsets: list[int | str] | str) -> list[int | str]:
+    """--offsets' text ("1,5,random") or a list: integers, and "random" (each sample's start drawn as in
+    training) kept as it is."""
+    from .tasks.common import RANDOM_START
+
+    items = offsets.split(",") if isinstance(offsets, str) else list(offsets)
+    return [RANDOM_START if str(item).strip() == RANDOM_START else _coerce(str(item).strip(), int, "--offsets")
+            for item in items if str(item).strip() != ""]
+
+
 def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] | str, n: int = 512,
                      progress: Callable[[int, int], None] | None = None) -> dict[int, dict[int, float]]:
     """{length: {offset: exact match}} for a finished run (probes/id_offset.py says why one asks).
@@ -142,9 +152,9 @@ def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] |
     from .probes.id_offset import check_sweepable, offset_curve
 
     lengths = _coerce(lengths, list[int], "--lengths")
-    offsets = _coerce(offsets, list[int], "--offsets")
+    offsets = parse_offsets(offsets)
     check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 5,10,20")
-    check(bool(offsets), "--offsets", "", "expected one or more id offsets, e.g. 1,2,10")
+    check(bool(offsets), "--offsets", "", "expected one or more id offsets, e.g. 1,2,10,random")
     check(len(offsets) <= MAX_OFFSETS, "--offsets", len(offsets), f"expected at most {MAX_OFFSETS} offsets")
     finished = load_for_evaluation(run_id, lengths, n)
     task, config = finished.task, finished.config

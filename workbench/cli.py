@@ -80,8 +80,9 @@ def _add_eval_length(sub) -> None:
     p.add_argument("--examples", type=int, default=0,
                    help="also print the model's answer on this many fresh samples per length")
     p.add_argument("--offsets", default=None,
-                   help="instead: exact match at each of these starts of the coupled position ids, e.g. 1,2,10 "
-                        "(coupled-id tasks; shows which ids the model learned; not stored)")
+                   help="instead: exact match at each of these starts of the coupled position ids, e.g. 1,2,10,random "
+                        "(random: each sample's start drawn as in training, fair to what the model saw; "
+                        "coupled-id tasks; shows which ids the model learned; not stored)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
 

@@ -108,15 +108,17 @@ def offsets_form() -> None:
         st.caption("Training starts each sample's coupled ids at a random offset, so that every id is trained; "
                    "evaluation starts them at the smallest one, as the papers' code does, where the operators "
                    "carry an id no digit ever does. A run that fails only there learned its ids as a table, "
-                   "not the task. The same samples are read at every offset; nothing is stored.")
+                   "not the task. The same samples are read at every offset; `random` draws each sample's start as "
+                   "training does, the evaluation fair to what the run saw. Nothing is stored.")
         run = support.pick_run(coupled, key="length_offset_run", selects=False)
         with st.form("length_offset_form"):
             left, middle, right = st.columns(3)
             lengths = left.text_input("test lengths (--lengths)", value=",".join(map(str, run.config().task.eval_lengths))
                                       or "5,10,20", key="length_offset_lengths")
-            offsets = middle.text_input("first ids (--offsets)", value="1,2,3,10,20", key="length_offset_offsets",
+            offsets = middle.text_input("first ids (--offsets)", value="1,2,3,10,20,random", key="length_offset_offsets",
                                         help="comma-separated; the smallest allowed is the task's own start (1, or 0 "
-                                             "for copy and reverse)")
+                                             "for copy and reverse); random: each sample's start drawn as in "
+                                             "training (dotted level)")
             n = right.number_input("samples (--n)", min_value=1, value=256, step=64, key="length_offset_n")
             if not st.form_submit_button("Evaluate by offset"):
                 return

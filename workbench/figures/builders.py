@@ -118,8 +118,13 @@ def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | Non
     """Exact match against the first id of coupled position ids, one line per test length, with the
     evaluation's default start marked. `curves` is analysis.evaluate_offsets's {length: {offset: rate}}."""
     frame = pd.DataFrame([{"label": f"length {length}", "offset": offset, "value": value}
-                          for length, curve in curves.items() for offset, value in curve.items()])
+                          for length, curve in curves.items() for offset, value in curve.items()
+                          if not isinstance(offset, str)])
     fig = length_curve(frame, title=title, x="offset", x_title="first coupled position id (offset)")
+    for i, (length, curve) in enumerate(curves.items()):  # "random" starts have no place on the axis: a level
+        if "random" in curve:
+            fig.add_hline(y=curve["random"] * 100, line=dict(color=color(i), dash="dot", width=1),
+                          annotation_text=f"length {length}, random starts", annotation_font=dict(size=9))
     return mark_x(fig, default_offset, "evaluation default")
 
 

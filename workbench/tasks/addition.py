@@ -27,7 +27,7 @@ import torch
 
 from ..errors import check
 from .base import BOS, EOS, Batch, Task, Vocab, register_task, split_by_length
-from .common import random_start
+from .common import RANDOM_START, random_start
 
 DIGITS = [str(d) for d in range(10)]
 ID_SCHEMES = ("coupling", "abacus")
@@ -110,7 +110,7 @@ class Addition(Task):
         else:
             len_a = len_b = torch.full((n,), length)
         width = torch.maximum(len_a, len_b)
-        abacus_offset = self.id_offset or 0
+        abacus_offset = 0 if self.id_offset in (None, RANDOM_START) else self.id_offset
         if self.params.ids == "abacus" and train:  # one offset per batch, as McLeish et al. draw it
             high = max(0, self.params.max_position - (int(width.max()) + 1))
             abacus_offset = int(torch.randint(0, high + 1, (1,), generator=generator))
@@ -134,6 +134,11 @@ class Addition(Task):
                 start[rows] = random_start(index.shape[0], w + 1, self.params.max_position, generator, train,
                                            offset=self.id_offset)
             filled += index.shape[0]
+        if self.params.ids == "abacus" and not train and self.id_offset == RANDOM_START:
+            # each sample its own offset, drawn from training's range (one per batch would let one
+            # draw decide a whole evaluation)
+            start = random_start(n, int(width.max()) + 1, self.params.max_position, generator, False, first=0,
+                                 offset=RANDOM_START)
         a = place_leading_digit(raw[0], len_a, leading[0])
         b = place_leading_digit(raw[1], len_b, leading[1])
         operator = torch.zeros(n, 1, dtype=torch.long) if self.params.ids == "abacus" else start

@@ -83,7 +83,7 @@ class Task:
     # False where the answer is a random draw (a Markov chain's next symbol): no model gets every
     # answer right, so a low exact match does not mean the run failed to learn
     exact_match_reachable: ClassVar[bool] = True
-    id_offset: int | None = None
+    id_offset: int | str | None = None
     # Real-valued tasks (in-context regression and Boolean functions): the size of each vector the
     # model reads (Batch.vectors), and "regression" where the model predicts one real number per
     # position, trained on the squared error against Batch.values, instead of a next-token class.
@@ -130,18 +130,22 @@ class Task:
             check(int(length) >= 1, f"{self.name}.{self.length_name}", length, "expected a length >= 1")
         return self._sample(n, generator, None if length is None else int(length), train)
 
-    def at_offset(self, offset: int, field: str = "offset") -> "Task":
+    def at_offset(self, offset: int | str, field: str = "offset") -> "Task":
         """This task with evaluation samples whose coupled ids start at `offset` instead of at
         `coupled_first`: the same data otherwise, so exact match by offset shows which ids a model
-        learned (training draws the start at random, so the smallest ids are the rarest)."""
+        learned (training draws the start at random, so the smallest ids are the rarest). "random":
+        each sample's start drawn as training draws it, the evaluation fair to what was trained."""
         import copy
 
         from ..errors import ConfigError, check
 
         if self.coupled_first is None:
             raise ConfigError(field, offset, f"task {self.name} has no coupled position ids")
-        check(isinstance(offset, int) and offset >= self.coupled_first, field, offset,
-              f"expected an integer >= {self.coupled_first}, the smallest start of {self.name}'s ids")
+        from .common import RANDOM_START
+
+        check(offset == RANDOM_START or (isinstance(offset, int) and offset >= self.coupled_first), field, offset,
+              f"expected an integer >= {self.coupled_first}, the smallest start of {self.name}'s ids, or "
+              f"{RANDOM_START} (each sample's start drawn as in training)")
         shifted = copy.copy(self)
         shifted.id_offset = offset
         return shifted

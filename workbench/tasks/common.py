@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import string
+import zlib
 
 import torch
 from torch import Tensor
@@ -31,16 +32,30 @@ def draw_lengths(n: int, low: int, high: int, generator: torch.Generator, length
     return torch.full((n,), length)
 
 
+# An evaluation start (Task.at_offset) that draws each sample's start as training does: the ids a test
+# sample carries are then as common in training as any others, where the papers' fixed first start
+# gives the rarest ids (a model that missed one of them fails there alone).
+RANDOM_START = "random"
+
+
 def random_start(m: int, span: int, max_position: int, generator: torch.Generator, train: bool,
-                 first: int = 1, offset: int | None = None) -> Tensor:
+                 first: int = 1, offset: int | str | None = None) -> Tensor:
     """(m, 1) start offsets for coupled ids covering `span` ids above the start: uniform over
     first..max_position - span in training, so every id up to max_position is trained (a longer
     span than max_position allows falls back to `first`); in evaluation `first`, as the papers'
-    code does, or `offset` when one is asked for (`Task.at_offset`)."""
-    if not train:
+    code does, or `offset` when one is asked for (`Task.at_offset`; RANDOM_START: drawn as in training)."""
+    if not train and offset != RANDOM_START:
         return torch.full((m, 1), first if offset is None else offset)
+    if not train:  # random starts in evaluation: drawn beside the data stream, so the samples stay the same
+        generator = side_stream(generator)
     high = max(first, max_position - span)
     return torch.randint(first, high + 1, (m, 1), generator=generator)
+
+
+def side_stream(generator: torch.Generator) -> torch.Generator:
+    """A generator seeded from `generator`'s current state, which it leaves as it is: draws that must not
+    change what the main stream draws next, deterministic all the same."""
+    return torch.Generator().manual_seed(zlib.crc32(generator.get_state().numpy().tobytes()))
 
 
 def column(m: int, token_id: int) -> Tensor:
