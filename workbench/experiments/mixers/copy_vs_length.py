@@ -106,6 +106,7 @@ register_experiment(Experiment(
                   "the recipe trains fan-in init only; with the default init attention copied 24 symbols 22% of the "
                   "time after 1000 steps in an earlier single-seed run (notes)"))],
     untested=[UntestedClaim("A model with a fixed-size state cannot copy strings longer than its state can hold",
-                            FIXED_STATE_PAPERS, "strings that outgrow the state: 24 symbols of 8 letters are 72 bits, "
-                            "far less than Mamba's 2,816-number state, so a failure here is a failure to learn, "
-                            "not to hold")]))
+                            FIXED_STATE_PAPERS, "strings that outgrow the state, trained at those lengths: 24 symbols of 8 "
+                            "letters are 72 bits, far less than Mamba's 2,816-number state, so a failure here is a "
+                            "failure to learn, not to hold; a pilot with d_state 1 and 16 trained on 1-8 symbols "
+                            "copies nothing at 12 (notes): a failure of length generalization")]))
