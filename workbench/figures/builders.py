@@ -124,7 +124,8 @@ def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | Non
     for i, (length, curve) in enumerate(curves.items()):  # "random" starts have no place on the axis: a level
         if "random" in curve:
             fig.add_hline(y=curve["random"] * 100, line=dict(color=color(i), dash="dot", width=1),
-                          annotation_text=f"length {length}, random starts", annotation_font=dict(size=9))
+                          annotation_text=f"length {length}, random starts", annotation_font=dict(size=9),
+                          annotation_position="bottom right" if i % 2 else "top right")  # near levels stay apart
     return mark_x(fig, default_offset, "evaluation default")
 
 
