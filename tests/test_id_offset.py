@@ -177,3 +177,29 @@ def test_random_starts_reach_the_cli_and_the_figure(run_id, capsys):
     assert any("random starts" in (a.text or "") for a in fig.layout.annotations)  # ... it is a dotted level
     with pytest.raises(ConfigError, match="or random"):
         build_task("addition", {}).at_offset("randm")
+
+
+def test_task_eval_start_random_evaluates_a_run_at_random_starts_and_keeps_old_ids(data_dir):
+    from workbench.evaluate import exact_match
+    from workbench.probes.id_offset import default_offset
+
+    first = RunConfig.load(None, TINY)
+    fair = RunConfig.load(None, [*TINY, "task.eval_start=random", "task.eval_lengths=2", "train.eval_samples=64"])
+    assert "eval_start" not in first.canonical_json() and "eval_start" in fair.canonical_json()
+    assert default_offset(fair) is None and default_offset(first) == 1
+    run = train(fair, progress=False)
+    model, task = load_model(open_run(run.run_id))
+    assert task.id_offset == "random"
+    # what training recorded is the evaluation at random starts, which a later evaluation repeats
+    metrics = open_run(run.run_id).metrics()
+    recorded = metrics[(metrics.probe == "exact_match") & (metrics.length == 2)].value.iloc[-1]
+    assert recorded == exact_match(model, task, 64, eval_generator(0, 2), length=2)[0]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["task.eval_start=middle"], "task.eval_start: invalid value 'middle'"),
+    (["task.name=parity", "task.eval_start=random"], "task parity has no coupled position ids"),
+])
+def test_task_eval_start_refuses_bad_values_by_name(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig.load(None, overrides)

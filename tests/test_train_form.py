@@ -50,6 +50,16 @@ def test_the_form_shows_only_the_settings_a_mixer_reads():
     assert "layers" in hybrid and "n_layers" not in hybrid and SSM_ONLY <= hybrid
 
 
+def test_the_evaluation_start_is_a_choice_for_coupled_id_tasks_only():
+    from workbench.forms import task_fields
+
+    fields = {field.key: field for field in task_fields("addition")}
+    assert fields["task.eval_start"].kind == "choice" and fields["task.eval_start"].choices == ("first", "random")
+    assert "task.eval_start" not in {field.key for field in task_fields("parity")}
+    config = config_from_form("addition", {**TINY_FORM, "task.eval_start": "random"})
+    assert config.task.eval_start == "random"
+
+
 def test_every_setting_has_help_from_the_config_itself():
     for section, cls in SECTIONS.items():
         missing = [row["name"] for row in describe(cls) if not row["help"]]

@@ -30,7 +30,7 @@ def load_model(run: Run, checkpoint: str = MODEL, step: int | None = None):
     from safetensors.torch import load_file
 
     from .models import model_for_task
-    from .tasks import build_task
+    from .tasks import task_for
 
     if step is not None:
         checkpoint = f"{SNAPSHOT_WEIGHTS}/step_{int(step):07d}.safetensors"
@@ -47,7 +47,7 @@ def load_model(run: Run, checkpoint: str = MODEL, step: int | None = None):
                           + (f", diverged at step {status['diverged_step']}" if status.get("diverged_step") is not None
                              else "") + "); only a completed run can be evaluated")
     config = run.config()
-    task = build_task(config.task.name, config.task.params)
+    task = task_for(config.task)
     model = model_for_task(config.model, task)
     problem = safetensors_problem(weights)
     try:

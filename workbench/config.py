@@ -23,6 +23,7 @@ from .typed import build, setting, to_dict
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "topk")
 SOFTMAXES = ("standard", "clipped")
 SSM_INITS = ("default", "mimetic")
+EVAL_STARTS = ("first", "random")  # task.eval_start (tasks/common.py RANDOM_START)
 INITS = ("gpt2", "fan_in")
 FEATURE_MAPS = ("elu1", "based", "identity")
 NORMS = ("layernorm", "rmsnorm", "none")
@@ -36,6 +37,9 @@ class TaskConfig:
     random_labels: bool = setting(False, "replace answer targets with fixed random ones: nothing to learn but the "
                                          "training set (memorization studies)")
     params: dict[str, Any] = setting({}, "the task's own parameters (task.max_digits=...)")
+    eval_start: str = setting("first", "where evaluation starts a coupled-id task's position ids: first (the papers' "
+                                       "code: the smallest start, whose ids are the rarest in training) or random "
+                                       "(each sample's start drawn as training draws it)")
 
 
 @dataclass
@@ -121,7 +125,7 @@ class ProbeConfig:
 # (section, only for this task or None, key, default). A mixer's own setting (section
 # model.mixer_options; head_dim is H3's) comes before mixer_options itself: once its keys are
 # dropped, an empty mixer_options is dropped too.
-LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task.params", "mqar", "show_answers", True),
+LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", "first"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
                   ("model.mixer_options", None, "gd_form", False),
                   ("model.mixer_options", None, "gd_shared_write", False),
@@ -186,6 +190,9 @@ class RunConfig:
         self.task.params = dataclasses.asdict(task.params)  # resolved, so defaults hash the same
         for length in self.task.eval_lengths:
             check(length >= 1, "task.eval_lengths", length, "expected lengths >= 1")
+        _choice("task.eval_start", self.task.eval_start, EVAL_STARTS)
+        check(self.task.eval_start == "first" or task.coupled_first is not None, "task.eval_start",
+              self.task.eval_start, f"expected first: task {self.task.name} has no coupled position ids")
         m = self.model
         for name in m.layer_mixers():
             MIXERS.get(name) if not m.layers else _layer_mixer(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ACTIVATIONS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
+from .config import ACTIVATIONS, EVAL_STARTS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
 from .typed import describe
 
 SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
@@ -69,8 +69,10 @@ def task_fields(task_name: str) -> list[Field]:
 
     rows = describe(TASKS.get(task_name).Params)
     fields = [_field(f"task.{row['name']}", row, {}) for row in rows]
-    common = [row for row in describe(SECTIONS["task"]) if row["name"] not in ("name", "params")]
-    return fields + [_field(f"task.{row['name']}", row, {}) for row in common]
+    coupled = TASKS.get(task_name).coupled_first is not None  # eval_start moves coupled ids only
+    common = [row for row in describe(SECTIONS["task"])
+              if row["name"] not in ("name", "params") and (coupled or row["name"] != "eval_start")]
+    return fields + [_field(f"task.{row['name']}", row, {"task.eval_start": EVAL_STARTS}) for row in common]
 
 
 def section_fields(section: str) -> list[Field]:

@@ -37,7 +37,7 @@ from .memory import check_fits_in_memory
 from .run_files import LOCK, SNAPSHOT_WEIGHTS
 from .run_lock import run_lock
 from .store import FINISHED, Run, atomic_save, atomic_write_json, metrics_frame, run_path
-from .tasks import build_task
+from .tasks import task_for
 from .tasks.labels import randomize_labels
 
 PROBE_SEED = 2_000_003
@@ -162,7 +162,7 @@ def _train_locked(config: RunConfig, run: Run, progress: bool, label: str, stop_
     status = run.status()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
-    task = build_task(config.task.name, config.task.params)
+    task = task_for(config.task)
     if not task.trainable:
         raise ConfigError("task.name", config.task.name, f"{task.description}; it is not trained here "
                           "(`workbench import-model DIR` makes such runs)")

@@ -44,9 +44,12 @@ def reads_coupled_ids(task: str, pos: str) -> bool:
 
 
 def default_offset(config) -> int | None:
-    """Where evaluation starts the coupled ids of this config's task (None: the task has none)."""
+    """Where evaluation starts the coupled ids of this config's task (None: the task has none, or its
+    runs start them at random, task.eval_start=random)."""
     from ..tasks import build_task
 
+    if config.task.eval_start != "first":
+        return None
     return build_task(config.task.name, config.task.params).coupled_first
 
 

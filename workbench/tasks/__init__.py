@@ -12,3 +12,12 @@ def build_task(name: str, params: dict | None = None) -> Task:
 
     cls = TASKS.get(name)
     return cls(build(cls.Params, params or {}, "task"))
+
+
+def task_for(task_config) -> Task:
+    """The task a run's config section describes, its evaluation samples starting their coupled ids
+    where task.eval_start says (training draws them at random either way)."""
+    from .common import RANDOM_START
+
+    task = build_task(task_config.name, task_config.params)
+    return task.at_offset(RANDOM_START, "task.eval_start") if task_config.eval_start == RANDOM_START else task
