@@ -37,9 +37,10 @@ class TaskConfig:
     random_labels: bool = setting(False, "replace answer targets with fixed random ones: nothing to learn but the "
                                          "training set (memorization studies)")
     params: dict[str, Any] = setting({}, "the task's own parameters (task.max_digits=...)")
-    eval_start: str = setting("first", "where evaluation starts a coupled-id task's position ids: first (the papers' "
-                                       "code: the smallest start, whose ids are the rarest in training) or random "
-                                       "(each sample's start drawn as training draws it)")
+    eval_start: str = field(default="first", metadata={
+        "help": "where evaluation starts a coupled-id task's position ids: first (the papers' code: the smallest "
+                "start, whose ids are the rarest in training) or random (each sample's start drawn as training "
+                "draws it)", "choices": EVAL_STARTS})
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ACTIVATIONS, EVAL_STARTS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
+from .config import ACTIVATIONS, FEATURE_MAPS, INITS, NORMS, SECTIONS, SOFTMAXES, SSM_INITS, RunConfig
 from .typed import describe
 
 SECTION_TITLES = {"task": "Task", "model": "Model", "train": "Training", "probes": "Probes"}
@@ -72,7 +72,7 @@ def task_fields(task_name: str) -> list[Field]:
     coupled = TASKS.get(task_name).coupled_first is not None  # eval_start moves coupled ids only
     common = [row for row in describe(SECTIONS["task"])
               if row["name"] not in ("name", "params") and (coupled or row["name"] != "eval_start")]
-    return fields + [_field(f"task.{row['name']}", row, {"task.eval_start": EVAL_STARTS}) for row in common]
+    return fields + [_field(f"task.{row['name']}", row, {}) for row in common]
 
 
 def section_fields(section: str) -> list[Field]:

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from ..tasks.common import RANDOM_START
 from .style import SEQUENTIAL, color, decades, log_axis, paper_style
 
 SHORT_SERIES = 30  # series with at most this many points are drawn with markers
@@ -113,7 +114,7 @@ def mark_x(fig: go.Figure, x: float | None, text: str) -> go.Figure:
     return fig
 
 
-def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | None = None,
+def offset_curves(curves: dict[int, dict[int | str, float]], default_offset: int | None = None,
                   title: str | None = None) -> go.Figure:
     """Exact match against the first id of coupled position ids, one line per test length, with the
     evaluation's default start marked. `curves` is analysis.evaluate_offsets's {length: {offset: rate}}."""
@@ -121,9 +122,9 @@ def offset_curves(curves: dict[int, dict[int, float]], default_offset: int | Non
                           for length, curve in curves.items() for offset, value in curve.items()
                           if not isinstance(offset, str)])
     fig = length_curve(frame, title=title, x="offset", x_title="first coupled position id (offset)")
-    for i, (length, curve) in enumerate(curves.items()):  # "random" starts have no place on the axis: a level
-        if "random" in curve:
-            fig.add_hline(y=curve["random"] * 100, line=dict(color=color(i), dash="dot", width=1),
+    for i, (length, curve) in enumerate(curves.items()):  # random starts have no place on the axis: a level
+        if RANDOM_START in curve:
+            fig.add_hline(y=curve[RANDOM_START] * 100, line=dict(color=color(i), dash="dot", width=1),
                           annotation_text=f"length {length}, random starts", annotation_font=dict(size=9),
                           annotation_position="bottom right" if i % 2 else "top right")  # near levels stay apart
     return mark_x(fig, default_offset, "evaluation default")
