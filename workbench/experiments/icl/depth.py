@@ -242,7 +242,7 @@ register_experiment(Experiment(
                 f"U[1, kappa], kappa in {{{', '.join(map(str, KAPPAS))}}}: the theory papers' linear transformer "
                 "(identity-feature-map linear attention, no norms, no MLP, width 8, one head) stacked to depth "
                 f"{', '.join(map(str, STACKED))} (one model each, every layer writing along one shared direction and "
-                "starting as the identity) and looped (one block trained at {LOOPED_TRAIN} "
+                f"starting as the identity) and looped (one block trained at {LOOPED_TRAIN} "
                 f"loops, read at 1-8), {STEPS} steps (batch 128, lr 1e-2), seeds 0-2; error at the query against "
                 f"depth, on the training kappa and on kappa x {SHIFT:g}, beside gradient descent with 1-8 steps.",
     variants=variants, analyze=analyze, figure=figure,
