@@ -59,3 +59,32 @@ def test_a_failing_draw_raises_in_next_and_leaves_a_resumable_state():
         assert torch.equal(second.tokens, draw(expected).tokens)
     finally:
         stream.close()
+
+
+def test_primed_rows_train_as_their_own_micro_batch_with_the_same_loss_and_gradient():
+    from workbench.batch_stream import TrainingBatch, prepare, training_loss
+    from workbench.config import RunConfig
+    from workbench.models.transformer import model_for_task
+
+    task = build_task("multiplication", {"max_digits": 3, "priming": 4, "priming_digits": 12, "priming_rate": 0.1})
+    batch = task.sample(64, torch.Generator().manual_seed(5))
+    primed = batch.meta["primed"]
+    assert 0 < int(primed.sum()) < len(primed)
+    prepared = prepare(batch)
+    short, long_ = (part.batch for part in prepared.parts)
+    assert short.tokens.shape[1] < long_.tokens.shape[1] == batch.tokens.shape[1], "the short rows lose the padding"
+    assert int(short.loss_mask.sum()) + int(long_.loss_mask.sum()) == int(batch.loss_mask.sum())
+    assert not prepare(task.sample(64, torch.Generator().manual_seed(5), train=False)).parts, "nothing to split"
+
+    config = RunConfig.load(None, ["task.name=multiplication", "model.d_model=32", "model.n_layers=2",
+                                   "model.pos=coupling"])
+    model = model_for_task(config.model, task, seed=0)
+    split = training_loss(model, prepared)
+    split.backward()
+    split_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    whole = training_loss(model, TrainingBatch(prepared.batch, prepared.loss_rows, prepared.loss_targets))
+    whole.backward()
+    assert torch.allclose(split, whole, atol=1e-6)
+    for a, b in zip(split_grads, (p.grad for p in model.parameters())):
+        assert torch.allclose(a, b, atol=1e-6)

@@ -1,5 +1,7 @@
 """Length-generalization experiments run end to end in fast mode: cached runs, table, figure, report."""
 
+import pytest
+
 from workbench.cli import main
 from workbench.experiments import EXPERIMENTS, load_result, run_experiment
 from workbench.experiments.base import result_path
@@ -83,3 +85,18 @@ def test_sort_hint_and_addition_format_pair_each_recipe_with_its_baseline(data_d
     assert set(result.table.pos) == {"nope", "nope + hint"} and set(result.table.length) == {5, 10, 20, 30, 40, 50}
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     assert result.figure().data
+
+
+def test_multiplication_priming_changes_only_the_primed_examples_and_their_rate(data_dir):
+    arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["multiplication-priming"].variants(False)
+            if v.labels["seed"] == 0}
+    assert set(arms) == {"unprimed", "10 primed", "50 primed"}
+    assert arms["unprimed"].task.params["priming"] == 0
+    for count in (10, 50):
+        primed = arms[f"{count} primed"]
+        assert primed.task.params["priming"] == count and primed.task.params["priming_digits"] == 15
+        # K examples drawn as often as if added to a training set of 2,500: 50 are 5x as frequent as 10
+        assert primed.task.params["priming_rate"] == pytest.approx(count / 2500)
+        same = {"task.priming": count, "task.priming_digits": 15, "task.priming_rate": count / 2500}
+        assert arms["unprimed"].replace(**same).run_id == primed.run_id, "only the priming differs"
+    assert 15 in arms["unprimed"].task.eval_lengths, "the primed length is tested"

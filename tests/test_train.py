@@ -58,7 +58,7 @@ def test_stop_after_keeps_the_schedule_and_resumes_to_the_uninterrupted_run(data
 def test_nan_loss_is_recorded_as_diverged(data_dir, monkeypatch):
     import workbench.train as training
 
-    real = training.answer_loss
+    real = training.training_loss
     calls = {"n": 0}
 
     def poisoned(*args, **kwargs):
@@ -66,7 +66,7 @@ def test_nan_loss_is_recorded_as_diverged(data_dir, monkeypatch):
         value = real(*args, **kwargs)
         return value * float("nan") if calls["n"] == 10 else value
 
-    monkeypatch.setattr(training, "answer_loss", poisoned)
+    monkeypatch.setattr(training, "training_loss", poisoned)
     run = train(tiny(), progress=False)
     status = run.status()
     assert status["status"] == "diverged" and status["diverged_step"] == 9
@@ -135,7 +135,7 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
     # 300 steps log the loss averaged over windows of 3 steps; the interrupt falls inside a window
     config = tiny("train.steps=300", "train.eval_every=100", "train.checkpoint_every=100", "probes.every=100")
     reference = train(config, progress=False, root=tmp_path / "reference").metrics()
-    real_loss = training.answer_loss
+    real_loss = training.training_loss
     calls = {"n": 0}
 
     def signal_mid_step(*args, **kwargs):
@@ -145,12 +145,12 @@ def test_ctrl_c_mid_step_stops_at_the_step_end_and_resumes_to_the_same_result(da
                 os.kill(os.getpid(), signal.SIGINT)
         return real_loss(*args, **kwargs)
 
-    monkeypatch.setattr(training, "answer_loss", signal_mid_step)
+    monkeypatch.setattr(training, "training_loss", signal_mid_step)
     with pytest.raises(KeyboardInterrupt):
         train(config, progress=False)
     run = open_run(config.run_id)
     assert run.status()["status"] == "interrupted" and run.status()["step"] == 13
-    monkeypatch.setattr(training, "answer_loss", real_loss)
+    monkeypatch.setattr(training, "training_loss", real_loss)
     resumed = train(config, progress=False)
     assert resumed.status()["status"] == "completed"
     torch.testing.assert_close(torch.tensor(resumed.metrics().value.values), torch.tensor(reference.value.values))

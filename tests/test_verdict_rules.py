@@ -5,6 +5,7 @@ import pytest
 
 from workbench.experiments import EXPERIMENTS, VERDICTS
 from workbench.experiments.verdicts import Outcome, by_seeds
+from workbench.tasks import task_for
 
 # seed states -> the verdict the shared rule must give
 CASES = {
@@ -212,10 +213,12 @@ def _icl_boolean(states, claim):
 
 
 def _labelled_lengths(states, experiment, claim):
-    """sort-hint and addition-format: a gain claim's model 100% at every length ('pass') or 0% beyond
-    training, its baseline fitting the training lengths and at 0% beyond (20% inside on 'unclear'); a
-    spread claim's seeds alternate 35% and 65% at every length ('pass') or sit at 50% ('fail')."""
+    """sort-hint, addition-format and multiplication-priming: a gain claim's model 100% at every length
+    ('pass') or 0% beyond training, its baseline fitting the training lengths and at 0% beyond (20% inside
+    on 'unclear'); a spread claim's seeds alternate 35% and 65% at every length ('pass') or sit at 50%
+    ('fail')."""
     lengths = sorted({n for v in experiment.variants(False) for n in v.config.task.eval_lengths})
+    train_max = max(task_for(v.config.task).train_lengths()[1] for v in experiment.variants(False))
     labels = sorted({v.labels["pos"] for v in experiment.variants(False)})
     spread = claim.key.startswith("seeds-spread")
     curves, passing = {}, 0
@@ -226,12 +229,12 @@ def _labelled_lengths(states, experiment, claim):
             if spread:
                 value = (0.35 if passing % 2 else 0.65) if state == "pass" else 0.5
                 curve = {str(n): value for n in lengths}
-            elif label.endswith(("plain", "nope")):  # the baseline of a gain claim
-                curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= 10 else 0.0 for n in lengths}
+            elif label.endswith(("plain", "nope", "unprimed")):  # the baseline of a gain claim
+                curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= train_max else 0.0 for n in lengths}
             else:
-                curve = {str(n): 1.0 if (n <= 10 or state != "fail") else 0.0 for n in lengths}
+                curve = {str(n): 1.0 if (n <= train_max or state != "fail") else 0.0 for n in lengths}
             curves.setdefault(label, {})[str(seed)] = curve
-    return {"train_max": 10, "exact_match": curves}
+    return {"train_max": train_max, "exact_match": curves}
 
 
 def _icl_depth(states, key):
@@ -266,7 +269,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _icl_pgd(states)
     if name.startswith("lengthgen-"):
         return _lengthgen(states, experiment)
-    if name in ("sort-hint", "addition-format"):
+    if name in ("sort-hint", "addition-format", "multiplication-priming"):
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)

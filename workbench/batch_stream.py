@@ -12,13 +12,13 @@ targets), so the loop's step is the model, the loss and the optimizer only.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 from torch import Tensor
 
-from .evaluate import answer_rows
+from .evaluate import answer_loss, answer_rows
 from .tasks.base import Batch
 
 
@@ -27,10 +27,27 @@ class TrainingBatch:
     batch: Batch
     loss_rows: Tensor  # flat (B * T) indices of the positions in the loss, in row-major order
     loss_targets: Tensor  # their targets: batch.targets[batch.loss_mask] (batch.values for regression)
+    # A batch mixing a few primed (long) rows into short ones trains the two groups as micro-batches of
+    # their own width, so 2% of long rows do not pad the other 98% to their length; empty otherwise.
+    parts: list["TrainingBatch"] = field(default_factory=list)
 
 
 def prepare(batch: Batch) -> TrainingBatch:
-    return TrainingBatch(batch, *answer_rows(batch))
+    primed = batch.meta.get("primed")
+    parts = []
+    if primed is not None and bool(primed.any()) and not bool(primed.all()):
+        parts = [prepare(batch.select(rows).trimmed()) for rows in (~primed, primed)]
+    return TrainingBatch(batch, *answer_rows(batch), parts)
+
+
+def training_loss(model, prepared: TrainingBatch) -> Tensor:
+    """The mean loss over the batch's answer positions; with parts, their summed losses over the same
+    count, which is the same loss and gradient up to the order of the sums."""
+    if not prepared.parts:
+        return answer_loss(model(*prepared.batch.inputs()), prepared.loss_rows, prepared.loss_targets)
+    total = sum(answer_loss(model(*part.batch.inputs()), part.loss_rows, part.loss_targets, reduction="sum")
+                for part in prepared.parts)
+    return total / sum(len(part.loss_targets) for part in prepared.parts)
 
 
 class BatchStream:

@@ -27,10 +27,10 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from .version import __version__
-from .batch_stream import BatchStream
+from .batch_stream import BatchStream, training_loss
 from .config import RunConfig
 from .errors import ConfigError, DamagedRun
-from .evaluate import answer_loss, eval_generator, exact_match, length_curve, length_rows
+from .evaluate import eval_generator, exact_match, length_curve, length_rows
 from .models import model_for_task
 from .probes import ProbeContext, probe_names, run_probes
 from .memory import check_fits_in_memory
@@ -278,11 +278,9 @@ class _Loop:
             if c.probes.every and step % c.probes.every == 0:
                 self.probe(step)
             prepared = self.batches.next()
-            batch = prepared.batch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(c, step)
-            logits = model(*batch.inputs())
-            loss = answer_loss(logits, prepared.loss_rows, prepared.loss_targets)
+            loss = training_loss(model, prepared)
             if not torch.isfinite(loss):
                 self.last_loss = loss.item()
                 self.record("loss", float("nan"), step)

@@ -10,6 +10,7 @@ SMALL = ["model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch
 COUPLING = ("2405.20671",)  # Cho et al. 2024a, position coupling
 MULTI_LEVEL = ("2410.15787",)  # Cho et al. 2024b, multi-level coupling for multi-operand addition and multiplication
 RANDOMIZED = ("2305.16843",)  # Ruoss et al. 2023, randomized positional encodings
+PRIMING = ("2306.15400",)  # Jelassi et al. 2023, length generalization in arithmetic Transformers
 
 lengthgen(
     "lengthgen-addition", "1-layer Transformers (d_model 64, 4 heads) trained 3000 steps on 1-10 digit addition, "
@@ -109,8 +110,9 @@ _arithmetic("lengthgen-multiplication", "N x 2 multiplication with a scratchpad 
             "Position coupling with a scratchpad lets a model trained on N x 2 multiplication with N of 1-5 digits "
             "multiply 10-digit N (2x), where NoPE fails",
             untested=[UntestedClaim("Relative position embeddings and priming the training set with 10-50 long "
-                                    "examples extend 5x3 multiplication to 35x3", ("2306.15400",),
-                                    "a primed training set (a few long examples) and relative position embeddings")])
+                                    "examples extend 5x3 multiplication to 35x3", PRIMING,
+                                    "a primed training set (a few long examples; `multiplication-priming` primes "
+                                    "this task) and relative position embeddings")])
 
 
 ROBUSTNESS = ("2402.09371",)  # Zhou et al. 2024, length generalization but not robustly
@@ -158,3 +160,37 @@ lengthgen(
     untested=[UntestedClaim("FIRE with randomized positions, reversed answers and index hints generalizes addition "
                             "to 2.5x the training length (100 digits from 40)", ROBUSTNESS,
                             "index hints in the addition task and training on 1-40 digits")])
+
+
+# Train-set priming (Jelassi et al. 2023) on this task's N x 2 multiplication: the same model trained on
+# 1-5 digit N with no, 10 or 50 fixed examples of 15-digit N (3x) mixed in. A primed example is drawn as
+# often as if the K examples joined a fixed training set of 2,500 (rate K / 2,500), so 50 examples are
+# 5x as frequent as 10, as in a training set they are added to. The bar, set before the runs: priming adds
+# at least 30 points of exact match at the primed length 15 over the unprimed model, which must first fit
+# 1-5 digits (>= 95% at 5).
+PRIMED_DIGITS, PRIMING_POOL = 15, 2500
+PRIMINGS = {"unprimed": []} | {
+    f"{count} primed": [f"task.priming={count}", f"task.priming_digits={PRIMED_DIGITS}",
+                        f"task.priming_rate={count / PRIMING_POOL}"] for count in (10, 50)}
+PRIMING_MODEL = ["model.n_layers=2", "model.d_model=128", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
+_PRIMING_METHOD = ("N x 2 multiplication with a scratchpad and position coupling (not relative embeddings on N x 3 "
+                   "without one), trained on 1-5 digits, primed with 15-digit N (3x; the paper's 7x is 35), at the "
+                   "rate of K examples in a training set of 2,500")
+lengthgen(
+    "multiplication-priming", "N x 2 multiplication with a scratchpad and position coupling (2-layer Transformers, "
+    "d_model 128, 4 heads) trained 5000 steps on 1-5 digit N, with 0, 10 or 50 fixed 15-digit examples primed into "
+    "the training set, evaluated to 20 digits, seeds 0-2.",
+    ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10, 15, 20],
+    encodings={label: ["model.pos=coupling", *own] for label, own in PRIMINGS.items()}, model=PRIMING_MODEL,
+    steps=5000, fast_steps=60, headline_length=PRIMED_DIGITS,
+    fast_encodings={label: ["model.pos=coupling", *PRIMINGS[label]] for label in ("unprimed", "50 primed")},
+    claims=[gains(f"{count} primed", "unprimed", PRIMED_DIGITS, 0.3, f"Priming the training set with {count} long "
+                  "examples (N of 15 digits) lifts N x 2 multiplication's exact match at 15 digits (3x the trained 5) "
+                  "by at least 30 points over the same model trained without them", PRIMING,
+                  "5x3 -> 35x3 multiplication with 10-50 primed examples", method=_PRIMING_METHOD,
+                  key=f"priming-{count}-gains") for count in (10, 50)],
+    untested=[UntestedClaim("Relative position embeddings and 10-50 primed long examples extend 5x3 multiplication "
+                            "to 35x3", PRIMING, "N x 3 multiplication without a scratchpad, relative position "
+                            "embeddings and evaluation at 35 digits"),
+              UntestedClaim("The number of primed examples needed grows as the logarithm of the training set size",
+                            PRIMING, "fixed training sets of several sizes")])

@@ -49,6 +49,16 @@ class Batch:
     def select(self, index) -> "Batch":
         return self._map(lambda t: t[index])
 
+    def trimmed(self) -> "Batch":
+        """The same rows without the padding columns every row shares at the right (a causal model's
+        outputs before them do not change)."""
+        used = (self.tokens != 0).any(0).nonzero()
+        width = int(used[-1]) + 1 if len(used) else 1
+        return Batch(self.tokens[:, :width], self.targets[:, :width], self.loss_mask[:, :width],
+                     None if self.position_ids is None else self.position_ids[:, :width], dict(self.meta),
+                     None if self.vectors is None else self.vectors[:, :width],
+                     None if self.values is None else self.values[:, :width])
+
 
 class Vocab:
     """Symbols <-> ids. PAD is always id 0 so padding is all zeros."""
