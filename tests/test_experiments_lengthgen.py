@@ -100,3 +100,10 @@ def test_multiplication_priming_changes_only_the_primed_examples_and_their_rate(
         same = {"task.priming": count, "task.priming_digits": 15, "task.priming_rate": count / 2500}
         assert arms["unprimed"].replace(**same).run_id == primed.run_id, "only the priming differs"
     assert 15 in arms["unprimed"].task.eval_lengths, "the primed length is tested"
+
+
+def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):
+    result = run_experiment("multiplication-priming", fast=True, progress=False)
+    assert set(result.table.pos) == {"unprimed", "50 primed"} and set(result.table.length) == {3, 5, 7, 10, 15, 20}
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
+    assert result.summary["train_max"] == 5 and result.figure().data
