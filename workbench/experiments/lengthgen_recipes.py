@@ -169,8 +169,8 @@ lengthgen(
 # at least 30 points of exact match at the primed length 15 over the unprimed model, which must first fit
 # 1-5 digits (>= 95% at 5).
 PRIMED_DIGITS, PRIMING_POOL = 15, 2500
-PRIMINGS = {"unprimed": []} | {
-    f"{count} primed": [f"task.priming={count}", f"task.priming_digits={PRIMED_DIGITS}",
+PRIMINGS = {"unprimed": ["model.pos=coupling"]} | {
+    f"{count} primed": ["model.pos=coupling", f"task.priming={count}", f"task.priming_digits={PRIMED_DIGITS}",
                         f"task.priming_rate={count / PRIMING_POOL}"] for count in (10, 50)}
 PRIMING_MODEL = ["model.n_layers=2", "model.d_model=128", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
 _PRIMING_METHOD = ("N x 2 multiplication with a scratchpad and position coupling (not relative embeddings on N x 3 "
@@ -181,9 +181,8 @@ lengthgen(
     "d_model 128, 4 heads) trained 5000 steps on 1-5 digit N, with 0, 10 or 50 fixed 15-digit examples primed into "
     "the training set, evaluated to 20 digits, seeds 0-2.",
     ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10, 15, 20],
-    encodings={label: ["model.pos=coupling", *own] for label, own in PRIMINGS.items()}, model=PRIMING_MODEL,
-    steps=5000, fast_steps=60, headline_length=PRIMED_DIGITS,
-    fast_encodings={label: ["model.pos=coupling", *PRIMINGS[label]] for label in ("unprimed", "50 primed")},
+    encodings=PRIMINGS, model=PRIMING_MODEL, steps=5000, fast_steps=60, headline_length=PRIMED_DIGITS,
+    fast_encodings={label: PRIMINGS[label] for label in ("unprimed", "50 primed")},
     claims=[gains(f"{count} primed", "unprimed", PRIMED_DIGITS, 0.3, f"Priming the training set with {count} long "
                   "examples (N of 15 digits) lifts N x 2 multiplication's exact match at 15 digits (3x the trained 5) "
                   "by at least 30 points over the same model trained without them", PRIMING,
