@@ -132,7 +132,7 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("model.mixer_options", None, "gd_shared_write", False),
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
-                  ("model", None, "looped", False),
+                  ("model", None, "looped", False), ("task.params", "multi_operand_addition", "levels", 2),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
                     for key in ("pairs", "fixed_covariance")]]
 

@@ -11,6 +11,7 @@ encoding unpacks them into two summed tables): significance as in `addition` (di
 significance j gets start + j, '+', '=', '>' get start; start random in training, 1 in
 evaluation), level i for operand a_i, for running sum s_i and for the operator after either
 (level offset random in training too, so every level up to max_level is trained). BOS/EOS/PAD: 0.
+`levels=1` keeps significance only (every level 0): the paper's single-level ablation.
 The length axis is digits per operand; the operand count of a test set is `eval_operands`
 (0: drawn from the training range).
 """
@@ -36,6 +37,9 @@ class MultiOperandParams:
     eval_operands: int = field(default=0, metadata={"help": "operands in test sets (0: training range)"})
     max_position: int = field(default=32, metadata={"help": "largest significance id trained"})
     max_level: int = field(default=12, metadata={"help": "largest operand-level id trained"})
+    levels: int = field(default=2, metadata={"help": "position-id levels: 2 (significance and operand, multi-level "
+                                                     "coupling) or 1 (significance only: the single-level ablation)",
+                                             "choices": (1, 2)})
 
 
 def sum_width(n: int, k: int) -> int:
@@ -71,6 +75,7 @@ class MultiOperandAddition(Task):
         p = self.params
         check_range("task", "min_digits", p.min_digits, "max_digits", p.max_digits)
         check_range("task", "min_operands", p.min_operands, "max_operands", p.max_operands, floor=2)
+        check(p.levels in (1, 2), "task.levels", p.levels, "expected 1 (single-level ids) or 2 (multi-level)")
         check(p.eval_operands == 0 or p.eval_operands >= 2, "task.eval_operands", p.eval_operands,
               "expected 0 (training range) or >= 2")
         most = max(p.max_operands, p.eval_operands)
@@ -121,6 +126,8 @@ class MultiOperandAddition(Task):
         start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
         level0 = random_start(m, k, self.params.max_level, generator, train, first=0)
         level = (level0 + torch.arange(1, k + 1)) * LEVEL_STRIDE  # (m, k)
+        if self.params.levels == 1:  # drawn all the same, so both ablation arms see the same digits
+            level = torch.zeros_like(level)
 
         prompt, prompt_pos = [column(m, v[BOS])], [torch.zeros(m, 1, dtype=torch.long)]
         for i in range(k):
