@@ -107,3 +107,49 @@ def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):
     assert set(result.table.pos) == {"unprimed", "50 primed"} and set(result.table.length) == {3, 5, 7, 10, 15, 20}
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     assert result.summary["train_max"] == 5 and result.figure().data
+
+
+def test_multi_level_coupling_ablation_drops_only_the_operand_level(data_dir):
+    arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["multi-level-coupling"].variants(False)
+            if v.labels["seed"] == 0}
+    assert set(arms) == {f"{levels} {pos}" for levels in ("multi-level", "single-level")
+                         for pos in ("coupling", "coupling_relative")}
+    for pos in ("coupling", "coupling_relative"):
+        multi, single = arms[f"multi-level {pos}"], arms[f"single-level {pos}"]
+        assert multi.model.pos == single.model.pos == pos
+        assert multi.task.params["levels"] == 2 and single.task.params["levels"] == 1
+        assert multi.replace(**{"task.levels": 1}).run_id == single.run_id, "only the levels differ"
+    # the paper's arm is the multi-operand recipe's coupling run, so the two experiments share it
+    recipe = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multi-operand-addition"].variants(False)
+              if v.labels["seed"] == 0}
+    assert arms["multi-level coupling"].run_id == recipe["coupling"].run_id
+
+
+def test_multi_level_coupling_runs_end_to_end_in_fast_mode(data_dir):
+    result = run_experiment("multi-level-coupling", fast=True, progress=False)
+    assert set(result.table.pos) == {"multi-level coupling_relative", "single-level coupling_relative"}
+    assert set(result.table.length) == {3, 5, 7, 10}
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
+    assert result.summary["train_max"] == 5 and result.figure().data
+
+
+def test_coupling_budget_grid_holds_the_paper_encoding_and_shares_the_addition_recipe(data_dir):
+    variants = EXPERIMENTS["coupling-budget"].variants(False)
+    grid = {(v.labels["width"], v.labels["steps"]) for v in variants}
+    assert grid == {(w, s) for w in (64, 128) for s in (1500, 3000, 6000)}
+    assert {v.config.model.pos for v in variants} == {"coupling"}, "the verdict judges the paper's encoding only"
+    for v in variants:
+        assert v.config.train.steps == v.labels["steps"] and v.config.model.d_model == v.labels["width"]
+        assert v.config.task.params["max_digits"] == 10 and 30 in v.config.task.eval_lengths
+    recipe = {v.labels["seed"]: v.config.run_id for v in EXPERIMENTS["lengthgen-addition"].variants(False)
+              if v.labels["pos"] == "coupling"}
+    shared = {v.labels["seed"]: v.config.run_id for v in variants if v.labels["pos"] == "width 64, 3000 steps"}
+    assert shared == recipe
+
+
+def test_coupling_budget_runs_end_to_end_in_fast_mode(data_dir):
+    result = run_experiment("coupling-budget", fast=True, progress=False)
+    assert set(result.table.width) == {64, 128} and 30 in set(result.table.length)
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
+    figure = result.figure()
+    assert figure.layout.xaxis.type == "log" and len([t for t in figure.data if t.showlegend is not False]) == 6

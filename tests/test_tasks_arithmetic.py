@@ -133,9 +133,19 @@ def test_multi_operand_running_sums_and_two_level_ids(seed, length, eval_operand
             assert start == 1 and level0 == 0
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_multi_operand_single_level_ids_keep_significance_and_drop_the_operand_level(train):
+    """task.levels=1 (the paper's ablation): the same digits and significance ids, every level 0."""
+    two, one = (build_task("multi_operand_addition", {"levels": levels}) for levels in (2, 1))
+    multi, single = (task.sample(32, gen(7), train=train) for task in (two, one))
+    assert torch.equal(multi.tokens, single.tokens)
+    assert torch.equal(single.position_ids, multi.position_ids % LEVEL_STRIDE)
+    assert int(single.position_ids.max()) < LEVEL_STRIDE < int(multi.position_ids.max())
+
+
 def test_multi_operand_bad_params():
     for bad in ({"min_operands": 1}, {"max_operands": 70}, {"eval_operands": 1}, {"max_position": 3},
-                {"max_level": 2, "max_operands": 5}):
+                {"max_level": 2, "max_operands": 5}, {"levels": 3}, {"levels": 0}):
         with pytest.raises(ConfigError):
             build_task("multi_operand_addition", bad)
 

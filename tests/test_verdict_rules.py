@@ -213,7 +213,7 @@ def _icl_boolean(states, claim):
 
 
 def _labelled_lengths(states, experiment, claim):
-    """sort-hint, addition-format and multiplication-priming: a gain claim's model 100% at every length
+    """sort-hint, addition-format, multiplication-priming, multi-level-coupling and coupling-budget: a gain claim's model 100% at every length
     ('pass') or 0% beyond training, its baseline fitting the training lengths and at 0% beyond (20% inside
     on 'unclear'); a spread claim's seeds alternate 35% and 65% at every length ('pass') or sit at 50%
     ('fail')."""
@@ -229,7 +229,7 @@ def _labelled_lengths(states, experiment, claim):
             if spread:
                 value = (0.35 if passing % 2 else 0.65) if state == "pass" else 0.5
                 curve = {str(n): value for n in lengths}
-            elif label.endswith(("plain", "nope", "unprimed")):  # the baseline of a gain claim
+            elif label.endswith(("plain", "nope", "unprimed")) or label.startswith("single-level"):  # a gain's baseline
                 curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= train_max else 0.0 for n in lengths}
             else:
                 curve = {str(n): 1.0 if (n <= train_max or state != "fail") else 0.0 for n in lengths}
@@ -269,7 +269,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _icl_pgd(states)
     if name.startswith("lengthgen-"):
         return _lengthgen(states, experiment)
-    if name in ("sort-hint", "addition-format", "multiplication-priming"):
+    if name in ("sort-hint", "addition-format", "multiplication-priming", "multi-level-coupling", "coupling-budget"):
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)
