@@ -123,13 +123,14 @@ LEVELS = {f"{levels} {pos}": [f"model.pos={pos}"] + (["task.levels=1"] if levels
           for pos in ("coupling", "coupling_relative") for levels in ("multi-level", "single-level")}
 _LEVELS_TASK = "2-5 operands of 1-5 digits with a running-sum scratchpad"
 lengthgen(
-    "multi-level-coupling", "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) with two-level "
-    "coupled ids (significance and operand) or single-level ones (significance only), read by the paper's learned "
-    "table (`coupling`) or as a relative bias (`coupling_relative`); 2-layer Transformers (d_model 64, 4 heads), 3000 "
-    "steps, evaluated to 10 digits, seeds 0-2.",
+    "multi-level-coupling", "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) with "
+    "two-level coupled ids (significance and operand) or single-level ones (significance only), read by the paper's "
+    "learned table (`coupling`) or as a relative bias (`coupling_relative`); 2-layer Transformers (d_model 64, 4 "
+    "heads), 3000 steps, evaluated to 10 digits, seeds 0-2.",
     ["task.name=multi_operand_addition", "task.max_digits=5", "task.max_operands=5"], train_max=5,
     lengths=[3, 5, 7, 10], encodings=LEVELS, model=STRINGS, steps=3000, fast_steps=60, headline_length=10,
-    fast_encodings={label: LEVELS[label] for label in ("multi-level coupling_relative", "single-level coupling_relative")},
+    fast_encodings={label: LEVELS[label] for label in ("multi-level coupling_relative",
+                                                       "single-level coupling_relative")},
     claims=[
         gains("multi-level coupling", "single-level coupling", 10, 0.3, "Multi-level position coupling (significance "
               "and operand ids) lifts multi-operand addition's exact match at 2x the trained operand length by at "
