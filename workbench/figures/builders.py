@@ -13,7 +13,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ..tasks.common import RANDOM_START
-from .style import SEQUENTIAL, color, decades, log_axis, paper_style
+from .style import SEQUENTIAL, color, decades, log_axis, paper_style, seed_band
 
 SHORT_SERIES = 30  # series with at most this many points are drawn with markers
 MAP_WIDTH = 480  # one map: wide enough for token labels, close to square
@@ -83,11 +83,7 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
     for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
         stats = rows.groupby(x)["value"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
-            fig.add_trace(go.Scatter(
-                x=np.concatenate([stats[x], stats[x][::-1]]),
-                y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100,
-                fill="toself", fillcolor=color(i), opacity=0.18, line=dict(width=0),
-                hoverinfo="skip", showlegend=False, legendgroup=str(label)))
+            fig.add_trace(seed_band(stats[x], stats["min"] * 100, stats["max"] * 100, i, str(label)))
         fig.add_trace(go.Scatter(x=stats[x], y=stats["median"] * 100, mode="lines+markers", name=str(label),
                                  line=dict(color=color(i)), legendgroup=str(label),
                                  hovertemplate=f"{x} %{{x}}<br>exact match %{{y:.1f}}%<extra>{label}</extra>"))

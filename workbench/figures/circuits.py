@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import SEQUENTIAL, color, paper_style
+from .style import SEQUENTIAL, color, paper_style, seed_band
 
 DIVERGING = "RdBu"  # patching effects are signed: red recovers the clean answer, blue pushes away
 
@@ -87,10 +87,7 @@ def induction_over_training(table: pd.DataFrame, title: str | None = None) -> go
             if metric == "loss":  # each seed scaled by its own first reading, so the curves share 0..1
                 part = part.assign(value=part.groupby("seed").value.transform(lambda v: v / v.iloc[0]))
             stats = part.groupby("step")["value"].agg(["median", "min", "max"]).reset_index()
-            fig.add_trace(go.Scatter(x=np.concatenate([stats.step, stats.step[::-1]]),
-                                     y=np.concatenate([stats["max"], stats["min"][::-1]]), fill="toself",
-                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                     showlegend=False), row=row, col=col)
+            fig.add_trace(seed_band(stats.step, stats["min"], stats["max"], i), row=row, col=col)
             fig.add_trace(go.Scatter(x=stats.step, y=stats["median"], mode="lines", name=name, legendgroup=name,
                                      showlegend=k == 0, line=dict(color=color(i), width=1.5)), row=row, col=col)
         fig.update_xaxes(title_text="step" if row == rows else None, row=row, col=col)

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import color, paper_style
+from .style import color, paper_style, seed_band
 
 BASELINE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
 
@@ -24,10 +24,7 @@ def error_vs_examples(table: pd.DataFrame, y_title: str = "squared error / d", l
     for i, (name, rows) in enumerate(models.groupby("model", sort=False)):
         stats = rows.groupby("examples")["error"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
-            fig.add_trace(go.Scatter(x=np.concatenate([stats.examples, stats.examples[::-1]]),
-                                     y=np.concatenate([stats["max"], stats["min"][::-1]]), fill="toself",
-                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                     showlegend=False, legendgroup=str(name)))
+            fig.add_trace(seed_band(stats.examples, stats["min"], stats["max"], i, str(name)))
         fig.add_trace(go.Scatter(x=stats.examples, y=stats["median"], mode="lines+markers", name=str(name),
                                  line=dict(color=color(i)), marker=dict(size=4), legendgroup=str(name),
                                  hovertemplate="%{x} examples<br>error %{y:.4f}<extra>" + str(name) + "</extra>"))
@@ -69,10 +66,8 @@ def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | N
             rows = part[part.model == name]
             stats = rows.groupby("examples")["accuracy"].agg(["median", "min", "max", "count"]).reset_index()
             if (stats["count"] > 1).any():
-                fig.add_trace(go.Scatter(x=np.concatenate([stats.examples, stats.examples[::-1]]),
-                                         y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100, fill="toself",
-                                         fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                         showlegend=False, legendgroup=name), row=1, col=col)
+                fig.add_trace(seed_band(stats.examples, stats["min"] * 100, stats["max"] * 100, i, name),
+                              row=1, col=col)
             fig.add_trace(go.Scatter(x=stats.examples, y=stats["median"] * 100, mode="lines", name=name,
                                      line=dict(color=color(i)), legendgroup=name, showlegend=col == 1,
                                      hovertemplate="%{x} examples<br>%{y:.1f}%<extra>" + name + "</extra>"),

@@ -1,12 +1,11 @@
 """Length-generalization figures that pair what a model attends to with what it gets right."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import color, paper_style
+from .style import color, paper_style, seed_band
 
 LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "rope": "RoPE",
           "rope-scaled": "RoPE + log-length scaling"}
@@ -23,10 +22,8 @@ def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None 
         for col, (value, scale) in enumerate((("answer_entropy", 1), ("exact_match", 100)), start=1):
             stats = rows.groupby("filler")[value].agg(["median", "min", "max", "count"]).reset_index()
             if (stats["count"] > 1).any():
-                fig.add_trace(go.Scatter(x=np.concatenate([stats.filler, stats.filler[::-1]]),
-                                         y=np.concatenate([stats["max"], stats["min"][::-1]]) * scale, fill="toself", mode="lines",
-                                         fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                         showlegend=False, legendgroup=name), row=1, col=col)
+                fig.add_trace(seed_band(stats.filler, stats["min"] * scale, stats["max"] * scale, i, name),
+                              row=1, col=col)
             fig.add_trace(go.Scatter(x=stats.filler, y=stats["median"] * scale, mode="lines+markers",
                                      name=LABELS.get(name, name), legendgroup=name, showlegend=col == 1,
                                      line=dict(color=color(i), dash="solid" if "scaled" in name else "dot")),

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import SEQUENTIAL, color, paper_style
+from .style import SEQUENTIAL, color, paper_style, seed_band
 
 
 def curves_with_maps(curves: pd.DataFrame, maps: dict[str, np.ndarray], y_title: str = "exact match (%)",
@@ -26,10 +26,7 @@ def curves_with_maps(curves: pd.DataFrame, maps: dict[str, np.ndarray], y_title:
     for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
         stats = rows.groupby("step")["value"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
-            fig.add_trace(go.Scatter(x=np.concatenate([stats.step, stats.step[::-1]]),
-                                     y=np.concatenate([stats["max"], stats["min"][::-1]]) * 100, fill="toself",
-                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                     showlegend=False, legendgroup=str(label)), row=1, col=1)
+            fig.add_trace(seed_band(stats.step, stats["min"] * 100, stats["max"] * 100, i, str(label)), row=1, col=1)
         fig.add_trace(go.Scatter(x=stats.step, y=stats["median"] * 100, mode="lines+markers", name=str(label),
                                  line=dict(color=color(i)), legendgroup=str(label), marker=dict(size=4),
                                  hovertemplate="step %{x}<br>%{y:.1f}%<extra>" + str(label) + "</extra>"),
@@ -85,10 +82,7 @@ def excess_loss_curves(table: pd.DataFrame, title: str | None = None) -> go.Figu
     for i, (mixer, rows) in enumerate(table.groupby("mixer", sort=False)):
         stats = rows.groupby("position")["excess_loss"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
-            fig.add_trace(go.Scatter(x=np.concatenate([stats.position, stats.position[::-1]]),
-                                     y=np.concatenate([stats["max"], stats["min"][::-1]]), fill="toself",
-                                     fillcolor=color(i), opacity=0.18, line=dict(width=0), hoverinfo="skip",
-                                     showlegend=False, legendgroup=str(mixer)))
+            fig.add_trace(seed_band(stats.position, stats["min"], stats["max"], i, str(mixer)))
         fig.add_trace(go.Scatter(x=stats.position, y=stats["median"], mode="lines", name=str(mixer),
                                  line=dict(color=color(i)), legendgroup=str(mixer),
                                  hovertemplate="position %{x}<br>excess %{y:.4f} nats<extra>" + str(mixer)

@@ -19,6 +19,15 @@ def color(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def seed_band(x, low, high, index: int, group: str | None = None) -> go.Scatter:
+    """The min-max band over seeds around a median line: a filled outline in the line's colour, with no
+    vertex markers, no hover and no legend entry of its own (it toggles with its line's `group`)."""
+    x = np.asarray(x)
+    return go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([np.asarray(high), np.asarray(low)[::-1]]),
+                      fill="toself", mode="lines", fillcolor=color(index), opacity=0.18, line=dict(width=0),
+                      hoverinfo="skip", showlegend=False, legendgroup=group)
+
+
 def paper_style(fig: go.Figure, width: str | int | None = None, height: int | None = None,
                 title: str | None = None) -> go.Figure:
     """Apply the house style in place; no title inside the plot unless one is asked for."""
