@@ -3,7 +3,7 @@
 import pytest
 
 from workbench.cli import main
-from workbench.experiments import EXPERIMENTS, load_result, run_experiment
+from workbench.experiments import EXPERIMENTS, Budget, load_result, run_experiment
 from workbench.experiments.base import result_path
 from workbench.experiments.results import shipped_path
 
@@ -152,4 +152,12 @@ def test_coupling_budget_runs_end_to_end_in_fast_mode(data_dir):
     assert set(result.table.width) == {64, 128} and 30 in set(result.table.length)
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     figure = result.figure()
-    assert figure.layout.xaxis.type == "log" and len([t for t in figure.data if t.showlegend is not False]) == 6
+    assert figure.layout.xaxis.type == "log" and len(figure.layout.annotations) == 3, "a panel per test length"
+    assert [t.name for t in figure.data if t.showlegend] == ["width 64 (head dim 16)", "width 128 (head dim 64)"]
+
+
+def test_another_budget_keeps_the_step_ratios_of_a_budget_curve():
+    curve = Budget(steps=600).apply(EXPERIMENTS["coupling-budget"].variants(False))
+    assert {v.labels["steps"]: v.config.train.steps for v in curve} == {1500: 150, 3000: 300, 6000: 600}
+    uniform = Budget(steps=600).apply(EXPERIMENTS["lengthgen-addition"].variants(False))
+    assert {v.config.train.steps for v in uniform} == {600}

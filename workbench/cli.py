@@ -108,7 +108,8 @@ def _add_experiment_commands(sub) -> None:
     r = exp_sub.add_parser("run", help="train an experiment's runs (or read them from the store) and judge its claim")
     r.add_argument("name", help="an experiment name (`workbench experiment list`)")
     r.add_argument("--fast", action="store_true", help="the smaller budget used by tests")
-    r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's")
+    r.add_argument("--steps", type=int, default=None, help="train each run this many steps instead of the recipe's "
+                   "(where its runs differ in length: the longest; the others keep their ratio to it)")
     r.add_argument("--seeds", default=None, help="only these of the recipe's seeds, e.g. 0 or 0,1")
     r.add_argument("--json", action="store_true", help=JSON_HELP)
     _add_backend_options(r)

@@ -25,7 +25,8 @@ with st.expander("each claim, its rule and every seed's numbers", expanded=True)
 fast = st.toggle("fast mode (the small budget the tests use)", value=True, key="experiments_fast")
 recipe = recipe_budget(name, fast)
 with st.expander("Budget: training steps and seeds"):
-    st.caption(f"{'Fast mode' if fast else 'The recipe'} trains {recipe.steps} steps per run on seed"
+    st.caption(f"{'Fast mode' if fast else 'The recipe'} trains {recipe.steps} steps per run (its longest run, where "
+               "runs differ; another budget keeps their ratios) on seed"
                f"{'s' if len(recipe.seeds) > 1 else ''} {', '.join(map(str, recipe.seeds))}. "
                "Another budget trains its own runs and keeps its result "
                "apart; REPRODUCTIONS.md reads only the recipe's.")

@@ -118,14 +118,17 @@ class Budget:
                     raise ConfigError("seeds", seed, choices=[str(k) for k in known])
             variants = [v for v in variants if _seed(v) in self.seeds]
         if self.steps is not None:
-            variants = [Variant(self._with_steps(v.config), v.labels) for v in variants]
+            # a recipe whose runs differ in length (a budget curve) keeps their ratios: the longest gets `steps`
+            longest = max(v.config.train.steps for v in variants)
+            variants = [Variant(self._with_steps(v.config, max(1, round(v.config.train.steps * self.steps / longest))),
+                                v.labels) for v in variants]
         return variants
 
-    def _with_steps(self, config: RunConfig) -> RunConfig:
+    @staticmethod
+    def _with_steps(config: RunConfig, steps: int) -> RunConfig:
         # probes and evaluations keep their cadence, capped at the new length so each still runs
-        return config.replace(**{"train.steps": self.steps,
-                                 "probes.every": min(config.probes.every, self.steps),
-                                 "train.eval_every": min(config.train.eval_every, self.steps)})
+        return config.replace(**{"train.steps": steps, "probes.every": min(config.probes.every, steps),
+                                 "train.eval_every": min(config.train.eval_every, steps)})
 
 
 def _seed(variant: Variant) -> int:
