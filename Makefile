@@ -54,8 +54,9 @@ app: $(VENV)/.installed
 # Results: artifacts/junit.xml, plus screenshots and figures the tests write to artifacts/.
 # First, `workbench experiment report --check`: every shipped result in data/results/ must still
 # describe what the code computes (its canary, the exact metrics of its first run's first steps,
-# recomputed), so a change to the training arithmetic cannot land without rerunning the experiments
-# it invalidates.
+# recomputed: bit for bit on a machine that recorded it, only the metrics before the first update on
+# another CPU), so a change to the training arithmetic cannot land without rerunning the experiments
+# it invalidates. `workbench experiment report --check --record-machine` adds a machine's copy.
 PYTEST_ARGS ?=
 test: $(VENV)/.installed
 	$(BIN)/workbench experiment report --check

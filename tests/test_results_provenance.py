@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from workbench.cli import main
+from workbench.config import RunConfig
 from workbench.experiments import EXPERIMENTS, VERDICTS, load_result, render, write_report
 from workbench.experiments.canary import compare, compute_canary
 from workbench.experiments.results import ExperimentResult, read, shipped_root, write
@@ -85,8 +86,16 @@ def test_the_canary_is_bit_for_bit_and_says_what_moved():
     moved["weights_abs_sum"] *= 1 + 1e-9
     same, detail = compare(canary, moved)
     assert not same and "weights' abs sum" in detail
-    moved["machine"] = {**canary["machine"], "cpu": "another CPU"}  # another machine may round differently
-    assert compare(canary, moved)[0]
+    # another CPU rounds differently and training grows it: there only the metrics before the first update count
+    moved["machine"] = {**canary["machine"], "cpu": "another CPU"}
+    later = next(i for i, row in enumerate(moved["metrics"]) if row[0] > 0)
+    moved["metrics"][later][5] *= 1.5
+    same, detail = compare(moved, canary)
+    assert same and "checked bit for bit only there" in detail and "before the first update agree" in detail
+    first = next(i for i, row in enumerate(moved["metrics"]) if row[0] == 0 and row[5])
+    moved["metrics"][first][5] *= 1 + 1e-3
+    same, detail = compare(moved, canary)
+    assert not same and "at step 0" in detail
 
 
 def test_check_passes_with_no_shipped_results(capsys):
@@ -110,14 +119,19 @@ def _check(code: Path, results: Path) -> subprocess.CompletedProcess:
 @pytest.mark.shipped
 @pytest.mark.slow
 def test_check_fails_after_a_one_line_change_to_the_arithmetic(tmp_path):
-    """On a copy of the code: the shipped result of the quickest canary passes, then fails once AdamW's
-    first-moment decay changes from 0.9 to 0.91."""
+    """On a copy of the code: the shipped result of the quickest canary (its canary made on this machine)
+    passes, then fails once AdamW's first-moment decay changes from 0.9 to 0.91."""
     canaries = {p.stem: json.loads(p.read_text())["canary"] for p in SHIPPED.glob("*.json")}
     canaries = {n: c for n, c in canaries.items() if c.get("kind") != "measurement"}  # training canaries only
     name = min(canaries, key=lambda n: len(canaries[n]["metrics"]))  # the fewest probes: the quickest
     results = tmp_path / "results"
     results.mkdir()
-    shutil.copy(SHIPPED / f"{name}.json", results)
+    # its canary made here, so that the check is bit for bit on any machine (elsewhere it compares step 0)
+    shipped = json.loads((SHIPPED / f"{name}.json").read_text())
+    first = next(run for run in shipped["runs"] if run["run_id"] == shipped["canary"]["run_id"])
+    config = RunConfig.from_dict(first["config"])
+    shipped["canary"] = compute_canary(config, shipped["canary"]["steps"])
+    (results / f"{name}.json").write_text(json.dumps(shipped))
     code = _copy_of_the_code(tmp_path / "code")
     passed = _check(code, results)
     assert passed.returncode == 0, passed.stdout + passed.stderr
@@ -143,12 +157,38 @@ def test_check_names_a_result_whose_recipe_changed(monkeypatch, capsys):
 
 def test_the_demo_runs_were_trained_by_this_arithmetic():
     """The shipped demo runs are what a newcomer sees first: each must be what today's code trains from its
-    config (its first 20 steps' metrics, bit for bit), or `workbench demo build` has to remake it."""
+    config (its first 20 steps' metrics, bit for bit on the machine that trained them), or `workbench demo
+    build` has to remake it."""
+    from workbench.demo import DEMO_MACHINE
     from workbench.store import Run, demo_root
     from workbench.experiments.canary import matches_stored_run
 
     runs = [Run(path) for path in sorted(demo_root().iterdir()) if (path / "config.json").exists()]
     assert runs
+    trained_on = json.loads((demo_root() / DEMO_MACHINE).read_text())  # bit for bit there, elsewhere step 0
     for run in runs:
-        agrees, detail = matches_stored_run(compute_canary(run.config(), steps=20), run)
+        agrees, detail = matches_stored_run(compute_canary(run.config(), steps=20), run, trained_on)
         assert agrees, f"demo run {run.run_id}: {detail}; rebuild with `workbench demo build`"
+
+
+def test_a_canary_recorded_on_this_machine_is_then_checked_bit_for_bit_here(capsys):
+    """A result made elsewhere is checked here only before the first update, until `--record-machine` adds
+    this machine's copy of its canary; from then on a one-ulp change is caught here too."""
+    name = "lazy-neurons"  # its canary logs metrics at step 0, so the check has something to compare
+    shipped = json.loads((SHIPPED / f"{name}.json").read_text())
+    shipped["canary"]["machine"] = {**shipped["canary"]["machine"], "cpu": "another CPU"}
+    shipped.pop("canaries_elsewhere", None)
+    path = shipped_root() / f"{name}.json"
+    path.write_text(json.dumps(shipped))
+    assert main(["experiment", "report", "--check", "--record-machine"]) == 0
+    out = capsys.readouterr().out
+    assert "checked bit for bit only there" in out and f"recorded {name}'s canary" in out
+    recorded = json.loads(path.read_text())["canaries_elsewhere"]
+    assert len(recorded) == 1 and recorded[0]["machine"] != shipped["canary"]["machine"]
+    assert main(["experiment", "report", "--check"]) == 0
+    assert "this machine's copy" in capsys.readouterr().out
+    tampered = json.loads(path.read_text())
+    tampered["canaries_elsewhere"][0]["weights_abs_sum"] *= 1 + 1e-12
+    path.write_text(json.dumps(tampered))
+    assert main(["experiment", "report", "--check"]) == 1
+    assert f"STALE {name}" in capsys.readouterr().out

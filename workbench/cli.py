@@ -119,6 +119,10 @@ def _add_experiment_commands(sub) -> None:
     rep.add_argument("--check", action="store_true",
                      help="write nothing; recompute every shipped result's canary and verdicts and exit 1 if any "
                           "no longer matches the code")
+    rep.add_argument("--record-machine", action="store_true",
+                     help="with --check: add this machine's canary to each result that passed and has none from "
+                          "here, so later checks here are bit for bit (only at a commit whose canaries matched bit "
+                          "for bit on the machine that made them)")
 
 
 def _add_export(sub) -> None:
@@ -422,6 +426,8 @@ def cmd_experiment(args) -> int:
         stale = [check.name for check in checks if not check.ok]
         print(f"{len(checks) - len(stale)} of {len(checks)} shipped results match the code"
               + (f"; stale: {', '.join(stale)}" if stale else ""))
+        if args.record_machine:
+            print(f"{experiments.record_machine(checks)} canaries recorded for this machine")
         return 1 if stale else 0
     path = experiments.write_report(args.out or REPO_ROOT / "REPRODUCTIONS.md")
     print(path)

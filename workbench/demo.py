@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .config import RunConfig
+from .experiments.canary import machine
 from .events import collapse_step
 from .experiments import get_experiment
 from .reports import length_table
 from .run_files import LOCK
-from .store import Run, demo_root, run_path
+from .store import Run, atomic_write_json, demo_root, run_path
 from .train import train
 
 SHORT_ADDITION = ["task.name=addition", "task.max_digits=5", "task.eval_lengths=5,6,8,10", "model.n_layers=1",
@@ -162,6 +163,9 @@ CHECKS = [
 ]
 
 
+DEMO_MACHINE = "machine.json"  # beside the demo runs in data/demo/: the machine that trained them
+
+
 def shipped_demo_runs() -> dict[str, Run]:
     """{demo name: its run in data/demo/} (a demo not built yet is missing)."""
     root = demo_root()
@@ -227,4 +231,6 @@ def build_demo(progress: bool = True) -> list[str]:
         (run.path / "checkpoint.safetensors").unlink(missing_ok=True)
         (run.path / LOCK).unlink(missing_ok=True)  # nobody trains a shipped run
         ids.append(run.run_id)
+    # the CPU and torch that trained them: only there can a check ask for their metrics bit for bit
+    atomic_write_json(root / DEMO_MACHINE, machine())
     return ids

@@ -8,4 +8,5 @@ from . import mixers  # noqa: F401  (registration: mimetic-recall, mqar-vs-width
 from . import circuits  # noqa: F401  (registration: induction-heads)
 from . import streaming_memory  # noqa: F401  (registration: streaming-entropy-memory)
 from . import icl  # noqa: F401  (registration: icl-regression, icl-boolean)
-from .report import check_all, claim_lines, claims_table, provenance_line, render, write_report  # noqa: F401
+from .report import (check_all, claim_lines, claims_table, provenance_line, record_machine, render,  # noqa: F401
+                     write_report)

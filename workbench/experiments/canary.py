@@ -6,8 +6,11 @@ silently after a change to the arithmetic. The canary ties a result to the arith
 trains the first run's config (unchanged, learning-rate schedule included) for its first
 CANARY_STEPS steps in a throw-away store and records every metric those steps log, plus two sums of
 the weights they reach. `workbench experiment report --check` recomputes it; on the machine and
-torch that made the result it must match bit for bit. Elsewhere a CPU's own rounding can move the
-last bits, so there the check allows MACHINE_RTOL and says so.
+torch that made the result it must match bit for bit. Another CPU rounds the last bits its own way,
+and training grows those differences step by step (between an AMD EPYC and an Intel Xeon: 1e-7 before
+the first update, up to 75% in a metric at step 50), so elsewhere only the metrics logged before the
+first update (data, initial weights, forward pass and probes) are compared, within MACHINE_RTOL, and
+the check says so.
 """
 from __future__ import annotations
 
@@ -71,22 +74,38 @@ def _number(value: float):
 
 
 def compare(recorded: dict, fresh: dict) -> tuple[bool, str]:
-    """(matches, what differs). Bit for bit on the machine and torch that recorded it."""
-    same_machine = recorded.get("machine") == fresh["machine"]
-    rtol = 0.0 if same_machine else MACHINE_RTOL
+    """(matches, what differs). Bit for bit on the machine and torch that recorded it; elsewhere the
+    metrics before the first update, within MACHINE_RTOL."""
     old, new = _values(recorded), _values(fresh)
     if list(old) != list(new):
         missing = sorted(set(old) ^ set(new))[:3]
         return False, f"different metrics logged (e.g. {missing})"
+    if recorded.get("machine") == fresh["machine"]:
+        worst_key, worst = _worst(old, new)
+        if worst == 0:
+            return True, "identical"
+        return False, f"{_name(worst_key)} differs by {worst:.1e} (relative)"
+    recorded_on = recorded.get("machine", {})
+    where = (f"recorded on {recorded_on.get('cpu', 'another machine')} with torch {recorded_on.get('torch', '?')}, "
+             "checked bit for bit only there")
+    before = [key for key in old if key[0] == 0]  # (step, ...) keys; the weights' sums come after training
+    if not before:
+        return True, f"{where}; it logs nothing before the first update, so here nothing is compared"
+    worst_key, worst = _worst({key: old[key] for key in before}, new)
+    if worst <= MACHINE_RTOL:
+        return True, (f"{where}; here its {len(before)} metrics before the first update agree "
+                      f"(largest relative difference {worst:.1e}, allowing {MACHINE_RTOL:g})")
+    return False, f"{_name(worst_key)} differs by {worst:.1e} (relative; {where}, allowing {MACHINE_RTOL:g} here)"
+
+
+def _worst(old: dict, new: dict) -> tuple:
+    """The key whose values differ most (relative), and by how much."""
     worst_key, worst = None, 0.0
     for key, value in old.items():
         difference = _relative(value, new[key])
         if difference > worst:
             worst_key, worst = key, difference
-    where = "" if same_machine else f" (another machine or torch than the recorded one: allowing {rtol:g})"
-    if worst <= rtol:
-        return True, "identical" if worst == 0 else f"largest relative difference {worst:.1e}{where}"
-    return False, f"{_name(worst_key)} differs by {worst:.1e} (relative){where}"
+    return worst_key, worst
 
 
 def compare_measurement(recorded: dict, fresh: dict) -> tuple[bool, str]:
@@ -127,15 +146,22 @@ def _name(key) -> str:
     return f"{probe} at step {step}" + (f" ({where})" if where else "")
 
 
-def matches_stored_run(canary: dict, run) -> tuple[bool, str]:
+def matches_stored_run(canary: dict, run, trained_on: dict | None = None) -> tuple[bool, str]:
     """Whether the stored run logged the canary's metrics, bit for bit, over the canary's steps: if not,
-    it was trained by other arithmetic (an older version of the code)."""
+    it was trained by other arithmetic (an older version of the code). `trained_on`: the machine that
+    trained the run, where known; on another one only the metrics before the first update are compared,
+    within MACHINE_RTOL (see the module's docstring)."""
+    elsewhere = trained_on is not None and trained_on != canary["machine"]
     stored = {(int(r.step), r.probe, int(r.layer), int(r.head), int(r.length)): _number(r.value)
               for r in run.metrics().itertuples() if r.step <= canary["steps"]}
     for row in canary["metrics"]:
         key, value = tuple(row[:5]), row[5]
         if key not in stored:
             return False, f"the stored run has no {_name(key)}"
-        if _relative(value, stored[key]) > 0:
+        if elsewhere and key[0] > 0:
+            continue
+        if _relative(value, stored[key]) > (MACHINE_RTOL if elsewhere else 0):
             return False, f"{_name(key)}: stored {stored[key]!r}, recomputed {value!r}"
+    if elsewhere:
+        return True, f"trained on {trained_on.get('cpu')}: the metrics before the first update agree"
     return True, "identical"

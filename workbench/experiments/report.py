@@ -12,7 +12,7 @@ import pandas as pd
 from ..config import RunConfig
 from .base import EXPERIMENTS, Experiment, load_result
 from .references import REFERENCES, cite
-from .results import ExperimentResult, shipped_root
+from .results import ExperimentResult, shipped_path, shipped_root, write
 from .verdicts import FITS, MIN_SEEDS, NOT_TESTED
 
 HEADER = f"""# Reproductions at CPU scale
@@ -209,6 +209,7 @@ class Check:
     name: str
     ok: bool
     lines: list[str]
+    fresh: dict | None = None  # the training canary recomputed here (record_machine keeps it)
 
 
 def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
@@ -225,24 +226,51 @@ def check_result(experiment: Experiment, result: ExperimentResult) -> Check:
         problems.append("the verdict rules now decide differently from the stored summary")
     else:
         facts.append("verdicts as the rules decide")
+    fresh = None
     if not result.canary:
         problems.append("no canary")
     else:
-        same, detail = _check_canary(experiment, result)
+        same, detail, fresh = _check_canary(experiment, result)
         (facts if same else problems).append(f"canary {detail}" if same else f"canary: {detail}")
-    return Check(experiment.name, not problems, problems or facts)
+    return Check(experiment.name, not problems, problems or facts, fresh)
 
 
-def _check_canary(experiment: Experiment, result: ExperimentResult) -> tuple[bool, str]:
-    """Recompute the canary: a measurement's own numbers, or the first steps of the first run."""
+def _check_canary(experiment: Experiment, result: ExperimentResult) -> tuple[bool, str, dict | None]:
+    """Recompute the canary: a measurement's own numbers, or the first steps of the first run. Compared
+    with the copy made on this machine where there is one (bit for bit), else with the result's own.
+    Also returns the recomputed training canary (None for a measurement)."""
     from .canary import compare, compare_measurement, compute_canary, machine
 
     if result.canary.get("kind") == "measurement":
         if experiment.canary is None:
-            return False, "the result is a measurement's, the experiment now trains runs"
-        return compare_measurement(result.canary, {**experiment.canary(), "machine": machine()})
+            return False, "the result is a measurement's, the experiment now trains runs", None
+        return (*compare_measurement(result.canary, {**experiment.canary(), "machine": machine()}), None)
     config = next(run["config"] for run in result.runs if run["run_id"] == result.canary["run_id"])
-    return compare(result.canary, compute_canary(RunConfig.from_dict(config), result.canary["steps"]))
+    fresh = compute_canary(RunConfig.from_dict(config), result.canary["steps"])
+    here = [c for c in result.canaries_elsewhere if c.get("machine") == fresh["machine"]]
+    if here and result.canary.get("machine") != fresh["machine"]:
+        same, detail = compare(here[0], fresh)
+        return same, f"{detail} (this machine's copy; the result was made on {result.canary['machine']['cpu']})", fresh
+    return (*compare(result.canary, fresh), fresh)
+
+
+def record_machine(checks: list[Check], progress=print) -> int:
+    """Add this machine's canary to every shipped result that passed its check and has none from here yet,
+    so later checks on this machine are bit for bit. Only sound at a commit whose canaries matched bit
+    for bit on the machine that recorded them (nothing in the arithmetic changed since)."""
+    added = 0
+    for check in checks:
+        if not check.ok or check.fresh is None:
+            continue
+        result = load_result(check.name)
+        known = [result.canary.get("machine"), *(c.get("machine") for c in result.canaries_elsewhere)]
+        if check.fresh["machine"] in known:
+            continue
+        result.canaries_elsewhere.append(check.fresh)
+        write(shipped_path(check.name), result)
+        progress(f"recorded {check.name}'s canary on {check.fresh['machine']['cpu']}")
+        added += 1
+    return added
 
 
 def check_all(progress=print) -> list[Check]:

@@ -38,6 +38,8 @@ class ExperimentResult:
     runs: list[dict] = field(default_factory=list)  # run_id, labels, config of each variant
     provenance: dict = field(default_factory=dict)  # commit, versions, machine, cores, times
     canary: dict | None = None  # experiments/canary.py; only the shipped result has one
+    # the same canary recomputed on other machines (`report --check --record-machine`): bit for bit there too
+    canaries_elsewhere: list[dict] = field(default_factory=list)
 
     def figure(self):
         return EXPERIMENTS[self.name].figure(self)
@@ -90,7 +92,8 @@ def to_json(result: ExperimentResult) -> dict:
             "summary": result.summary, "runs": result.runs or [{"run_id": run_id} for run_id in result.run_ids],
             "times": {"runtime_s": result.runtime_s, "wall_s": result.wall_s, "workers": result.workers},
             "provenance": result.provenance, "canary": result.canary,
-            "table": {"columns": table["columns"], "data": table["data"]}}
+            "table": {"columns": table["columns"], "data": table["data"]}} | (
+        {"canaries_elsewhere": result.canaries_elsewhere} if result.canaries_elsewhere else {})
 
 
 def from_json(data: dict) -> ExperimentResult:
@@ -100,7 +103,7 @@ def from_json(data: dict) -> ExperimentResult:
         data["name"], table, data["summary"], [run["run_id"] for run in data["runs"]], times["runtime_s"],
         data["fast"], times.get("wall_s"), times.get("workers", 1), data.get("budget", ""),
         {key: Outcome.from_dict(value) for key, value in data["verdicts"].items()}, data["runs"],
-        data.get("provenance", {}), data.get("canary"))
+        data.get("provenance", {}), data.get("canary"), data.get("canaries_elsewhere", []))
 
 
 def write(path: Path, result: ExperimentResult) -> None:
