@@ -119,7 +119,7 @@ class Budget:
             variants = [v for v in variants if _seed(v) in self.seeds]
         if self.steps is not None:
             # a recipe whose runs differ in length (a budget curve) keeps their ratios: the longest gets `steps`
-            longest = max(v.config.train.steps for v in variants)
+            longest = max((v.config.train.steps for v in variants), default=self.steps)
             variants = [Variant(self._with_steps(v.config, max(1, round(v.config.train.steps * self.steps / longest))),
                                 v.labels) for v in variants]
         return variants
