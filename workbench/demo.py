@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .config import RunConfig
-from .experiments.canary import machine
 from .events import collapse_step
 from .experiments import get_experiment
+from .experiments.canary import machine
 from .reports import length_table
 from .run_files import LOCK
 from .store import Run, atomic_write_json, demo_root, run_path

@@ -88,7 +88,7 @@ def compare(recorded: dict, fresh: dict) -> tuple[bool, str]:
     recorded_on = recorded.get("machine", {})
     where = (f"recorded on {recorded_on.get('cpu', 'another machine')} with torch {recorded_on.get('torch', '?')}, "
              "checked bit for bit only there")
-    before = [key for key in old if key[0] == 0]  # (step, ...) keys; the weights' sums come after training
+    before = [key for key in old if _before_first_update(key)]
     if not before:
         return True, f"{where}; it logs nothing before the first update, so here nothing is compared"
     worst_key, worst = _worst({key: old[key] for key in before}, new)
@@ -96,6 +96,11 @@ def compare(recorded: dict, fresh: dict) -> tuple[bool, str]:
         return True, (f"{where}; here its {len(before)} metrics before the first update agree "
                       f"(largest relative difference {worst:.1e}, allowing {MACHINE_RTOL:g})")
     return False, f"{_name(worst_key)} differs by {worst:.1e} (relative; {where}, allowing {MACHINE_RTOL:g} here)"
+
+
+def _before_first_update(key) -> bool:
+    """A metric logged at step 0: the only kind another CPU can compare (the weights' sums come after training)."""
+    return key[0] == 0
 
 
 def _worst(old: dict, new: dict) -> tuple:
@@ -158,7 +163,7 @@ def matches_stored_run(canary: dict, run, trained_on: dict | None = None) -> tup
         key, value = tuple(row[:5]), row[5]
         if key not in stored:
             return False, f"the stored run has no {_name(key)}"
-        if elsewhere and key[0] > 0:
+        if elsewhere and not _before_first_update(key):
             continue
         if _relative(value, stored[key]) > (MACHINE_RTOL if elsewhere else 0):
             return False, f"{_name(key)}: stored {stored[key]!r}, recomputed {value!r}"

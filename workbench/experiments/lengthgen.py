@@ -16,6 +16,14 @@ from .base import Experiment, ExperimentResult, Variant, register_experiment
 from .verdicts import FITS, Claim, Outcome, by_seeds, percent
 
 
+def run_config(task_overrides, lengths, model, own, steps: int, seed: int) -> RunConfig:
+    """One run of a length recipe: the task tested at `lengths`, the model, the variant's own overrides,
+    then steps, seed, a probe every quarter of the run and 256 test samples per length."""
+    return RunConfig.load(None, [*task_overrides, f"task.eval_lengths={','.join(map(str, lengths))}", *model, *own,
+                                 f"train.steps={steps}", f"train.seed={seed}", f"probes.every={max(steps // 4, 1)}",
+                                 "train.eval_samples=256"])
+
+
 def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
     """encodings: positional encodings by name, or {label: overrides} for variants that differ in more
     than model.pos (e.g. with and without a hint task); the label is the table's `pos` column."""
@@ -28,10 +36,8 @@ def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_step
         out = []
         for pos, own in chosen.items():
             for seed in (seeds[:1] if fast else seeds):
-                overrides = [*task_overrides, f"task.eval_lengths={','.join(map(str, lengths))}", *model,
-                             *own, f"train.steps={budget}", f"train.seed={seed}",
-                             f"probes.every={max(budget // 4, 1)}", "train.eval_samples=256"]
-                out.append(Variant(RunConfig.load(None, overrides), {"pos": pos, "seed": seed}))
+                out.append(Variant(run_config(task_overrides, lengths, model, own, budget, seed),
+                                   {"pos": pos, "seed": seed}))
         return out
 
     return make

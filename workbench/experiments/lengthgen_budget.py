@@ -9,13 +9,12 @@ judges the best budget on each seed. The 3000-step width-64 runs are `lengthgen-
 """
 from __future__ import annotations
 
-from ..config import RunConfig
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..figures.style import color, paper_style, seed_band
 from .base import Experiment, ExperimentResult, Variant, register_experiment
-from .lengthgen import _analyze, _at
+from .lengthgen import _analyze, _at, run_config
 from .lengthgen_recipes import COUPLING, SMALL
 from .verdicts import Claim, Outcome, UntestedClaim, by_seeds, percent
 
@@ -36,12 +35,9 @@ def _variants(fast: bool) -> list[Variant]:
     for width, heads in WIDTHS.items():
         for steps in (FAST_STEPS,) if fast else STEPS:
             for seed in (0,) if fast else (0, 1, 2):
-                overrides = ["task.name=addition", "task.max_digits=10",
-                             f"task.eval_lengths={','.join(map(str, LENGTHS))}", *SMALL, "model.pos=coupling",
-                             f"model.d_model={width}", f"model.n_heads={heads}", f"train.steps={steps}",
-                             f"train.seed={seed}", f"probes.every={max(steps // 4, 1)}", "train.eval_samples=256"]
-                out.append(Variant(RunConfig.load(None, overrides),
-                                   {"pos": label(width, steps), "width": width, "steps": steps, "seed": seed}))
+                own = ["model.pos=coupling", f"model.d_model={width}", f"model.n_heads={heads}"]
+                config = run_config(["task.name=addition", "task.max_digits=10"], LENGTHS, SMALL, own, steps, seed)
+                out.append(Variant(config, {"pos": label(width, steps), "width": width, "steps": steps, "seed": seed}))
     return out
 
 

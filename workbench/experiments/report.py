@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import RunConfig
-from .base import EXPERIMENTS, Experiment, load_result
+from .base import EXPERIMENTS, Experiment, load_result, save_result
 from .references import REFERENCES, cite
-from .results import ExperimentResult, shipped_path, shipped_root, write
+from .results import ExperimentResult, shipped_root
 from .verdicts import FITS, MIN_SEEDS, NOT_TESTED
 
 HEADER = f"""# Reproductions at CPU scale
@@ -247,11 +247,11 @@ def _check_canary(experiment: Experiment, result: ExperimentResult) -> tuple[boo
         return (*compare_measurement(result.canary, {**experiment.canary(), "machine": machine()}), None)
     config = next(run["config"] for run in result.runs if run["run_id"] == result.canary["run_id"])
     fresh = compute_canary(RunConfig.from_dict(config), result.canary["steps"])
-    here = [c for c in result.canaries_elsewhere if c.get("machine") == fresh["machine"]]
-    if here and result.canary.get("machine") != fresh["machine"]:
-        same, detail = compare(here[0], fresh)
-        return same, f"{detail} (this machine's copy; the result was made on {result.canary['machine']['cpu']})", fresh
-    return (*compare(result.canary, fresh), fresh)
+    recorded = next((c for c in result.canaries if c.get("machine") == fresh["machine"]), result.canary)
+    same, detail = compare(recorded, fresh)
+    if recorded is not result.canary:
+        detail += f" (this machine's copy; the result was made on {result.canary['machine']['cpu']})"
+    return same, detail, fresh
 
 
 def record_machine(checks: list[Check], progress=print) -> int:
@@ -263,11 +263,10 @@ def record_machine(checks: list[Check], progress=print) -> int:
         if not check.ok or check.fresh is None:
             continue
         result = load_result(check.name)
-        known = [result.canary.get("machine"), *(c.get("machine") for c in result.canaries_elsewhere)]
-        if check.fresh["machine"] in known:
+        if check.fresh["machine"] in [c.get("machine") for c in result.canaries]:
             continue
         result.canaries_elsewhere.append(check.fresh)
-        write(shipped_path(check.name), result)
+        save_result(result)
         progress(f"recorded {check.name}'s canary on {check.fresh['machine']['cpu']}")
         added += 1
     return added

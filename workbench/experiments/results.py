@@ -45,6 +45,11 @@ class ExperimentResult:
         return EXPERIMENTS[self.name].figure(self)
 
     @property
+    def canaries(self) -> list[dict]:
+        """Its canary and the copies other machines recorded of it."""
+        return [self.canary, *self.canaries_elsewhere] if self.canary else []
+
+    @property
     def headline(self) -> str:
         return self.summary.get("headline", "")
 
