@@ -80,18 +80,23 @@ def _outliers(states, claim):
     return {"final": final}
 
 
-def _lengthgen(states, experiment):
+def _lengthgen(states, experiment, claim):
     """Curves for every encoding the recipe trains: the judged encoding reaches the claim's bar on 'pass',
-    baselines fit and fail beyond training on 'pass' and 'fail', and never fit on 'unclear'."""
+    baselines fit and fail beyond training on 'pass' and 'fail', and never fit on 'unclear'. For a claim
+    that one encoding outdoes others, the others are the baselines and the judged one never fits on
+    'unclear'."""
     train_max = 10 if experiment.name in ("lengthgen-addition", "lengthgen-copy", "lengthgen-reverse",
                                           "lengthgen-sort") else 5
     lengths = sorted({length for v in experiment.variants(False) for length in v.config.task.eval_lengths})
     encodings = sorted({v.labels["pos"] for v in experiment.variants(False)})
     curves = {}
+    outdoing = claim.key.startswith("fire-outdoes")
     for pos in encodings:
         for seed, state in enumerate(states):
-            baseline = pos in ("learned", "nope")
-            if baseline:
+            baseline = pos in (("rope", "alibi") if outdoing else ("learned", "nope"))
+            if outdoing and pos == "fire":
+                fit, beyond = (0.2 if state == "unclear" else 1.0), (0.0 if state == "fail" else 1.0)
+            elif baseline:
                 fit = 0.2 if state == "unclear" else 1.0
                 beyond = 0.5 if (state == "fail" and experiment_judges_baselines(experiment)) else 0.0
             else:
@@ -268,7 +273,7 @@ def summary_for(experiment, claim, states) -> dict:
     if name == "icl-preconditioned-gd":
         return _icl_pgd(states)
     if name.startswith("lengthgen-"):
-        return _lengthgen(states, experiment)
+        return _lengthgen(states, experiment, claim)
     if name in ("sort-hint", "addition-format", "multiplication-priming", "multi-level-coupling", "coupling-budget"):
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":

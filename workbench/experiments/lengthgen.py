@@ -24,6 +24,24 @@ def run_config(task_overrides, lengths, model, own, steps: int, seed: int) -> Ru
                                  "train.eval_samples=256"])
 
 
+def every_encoding(task_name: str, first: list[str]) -> list[str]:
+    """Every positional encoding that applies to the task (the ones that read task ids only where the
+    task writes them), `first` in its order, then the rest in registry order: a new encoding joins
+    every length curve it can run on, and the recipe's own order keeps its colours and its fast runs."""
+    from ..config import ids_for_encoding
+    from ..errors import ConfigError
+    from ..models import POSITIONS
+
+    def applies(pos: str) -> bool:
+        try:
+            ids_for_encoding(pos, task_name, {})
+        except ConfigError:
+            return False
+        return True
+
+    return [*first, *(pos for pos in POSITIONS.names() if pos not in first and applies(pos))]
+
+
 def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_steps, fast_encodings=None):
     """encodings: positional encodings by name, or {label: overrides} for variants that differ in more
     than model.pos (e.g. with and without a hint task); the label is the table's `pos` column."""
@@ -200,3 +218,29 @@ def spread(label: str, length: int, at_least: float, text: str, references: tupl
             "another seed's; then the shared rule over >= 3 seeds")
     return Claim(key or f"{label}-spread".replace("_", "-").replace(" ", ""), text, references, paper_number, method,
                  rule, decide)
+
+
+def outdoes(pos: str, others: tuple[str, ...], length: int, by: float, text: str, references: tuple[str, ...],
+            paper_number: str, method: str, key: str | None = None) -> Claim:
+    """Per seed: `pos`, fitted to the training lengths, reaches at least `by` (points) more exact match at
+    `length` than each of `others`. A seed where `pos` never fit cannot tell: its failure beyond the
+    training lengths would say nothing about generalizing."""
+    def decide(summary: dict) -> Outcome:
+        passed, numbers = {}, {}
+        train_max = summary["train_max"]
+        for seed in summary.get("exact_match", {}).get(pos, {}):
+            value, fit = _at(summary, pos, seed, length), _at(summary, pos, seed, train_max)
+            rivals = {other: _at(summary, other, seed, length) for other in others}
+            if value is None or fit is None or None in rivals.values():
+                continue
+            numbers[int(seed)] = (f"{pos} {percent(value)} at {length} ({percent(fit)} at {train_max}); "
+                                  + ", ".join(f"{other} {percent(v)}" for other, v in rivals.items()))
+            passed[int(seed)] = None if fit < FITS else all(value - v >= by for v in rivals.values())
+        return by_seeds(passed, numbers, undecided=f"{pos} did not fit the training lengths (>= {FITS:.0%})")
+
+    rule = (f"per seed: `{pos}` fits the training lengths (>= {FITS:.0%} at the longest) and reaches at least "
+            f"{by:.0%} (points) more exact match at length {length} than each of "
+            f"{', '.join(f'`{other}`' for other in others)}; a seed where `{pos}` never fit cannot tell; then the "
+            "shared rule over >= 3 seeds")
+    return Claim(key or f"{pos}-outdoes-{'-'.join(others)}".replace("_", "-"), text, references, paper_number,
+                 method, rule, decide)
