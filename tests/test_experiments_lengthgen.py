@@ -20,6 +20,51 @@ def test_every_lengthgen_recipe_builds_valid_configs():
         assert len({v.labels["seed"] for v in full}) >= 3, "a comparative verdict rests on at least 3 seeds"
 
 
+def test_each_length_recipe_trains_every_encoding_that_applies_to_its_task():
+    """The encoding zoo: addition reads coupled and abacus ids, copy and reverse coupled ids only, sort none."""
+    from workbench.models import POSITIONS
+
+    every = set(POSITIONS.names())
+    expected = {"lengthgen-addition": every, "lengthgen-copy": every - {"abacus"},
+                "lengthgen-reverse": every - {"abacus"},
+                "lengthgen-sort": every - {"abacus", "coupling", "coupling_relative"}}
+    for name, encodings in expected.items():
+        variants = EXPERIMENTS[name].variants(False)
+        assert {v.labels["pos"] for v in variants} == encodings, name
+        for pos in encodings:
+            assert {v.labels["seed"] for v in variants if v.labels["pos"] == pos} == {0, 1, 2}, (name, pos)
+
+
+def test_the_zoo_figure_ranks_encodings_by_their_reach_and_shows_every_seed():
+    import pandas as pd
+
+    from workbench.figures.lengthgen import encoding_zoo
+
+    rows = [{"label": label, "seed": seed, "length": n, "value": value}
+            for label, beyond in (("far", 0.9), ("near", 0.2), ("none", 0.0))
+            for seed in (0, 1, 2) for n, value in ((5, 1.0), (10, 1.0), (20, beyond - 0.1 * seed))]
+    figure = encoding_zoo(pd.DataFrame(rows), train_length=10)
+    grid = next(trace for trace in figure.data if trace.type == "heatmap")
+    assert list(grid.y) == ["none", "near", "far"], "best on top (plotly draws the first row at the bottom)"
+    assert grid.z[-1][-1] == pytest.approx(80.0), "the median of 90%, 80% and 70%"
+    assert grid.customdata[-1][-1] == "seeds 90% / 80% / 70%"
+    curves = [trace for trace in figure.data if trace.type == "scatter" and trace.mode == "lines+markers"]
+    assert [trace.name for trace in curves] == ["far", "near", "none"]
+
+
+def test_fire_outdoes_rope_and_alibi_only_when_it_fits_and_leads_each_by_ten_points():
+    claim = next(c for c in EXPERIMENTS["lengthgen-copy"].claims if c.key == "fire-outdoes-rope-alibi")
+
+    def summary(fire_fit, fire, rope, alibi):
+        curves = {"fire": (fire_fit, fire), "rope": (1.0, rope), "alibi": (1.0, alibi)}
+        return {"train_max": 10, "exact_match": {pos: {str(seed): {"10": fit, "20": at}
+                                                       for seed in range(3)} for pos, (fit, at) in curves.items()}}
+
+    assert claim.decide(summary(1.0, 0.5, 0.3, 0.4)).verdict == "reproduced"
+    assert claim.decide(summary(1.0, 0.5, 0.3, 0.45)).verdict == "not reproduced", "5 points over ALiBi is not 10"
+    assert claim.decide(summary(0.5, 0.5, 0.0, 0.0)).verdict == "inconclusive", "FIRE never fit 1-10"
+
+
 def test_lengthgen_addition_fast_runs_and_caches(data_dir):
     result = run_experiment("lengthgen-addition", fast=True, progress=False)
     assert set(result.table.pos) == {"coupling", "coupling_relative", "learned"}

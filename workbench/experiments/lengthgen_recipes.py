@@ -1,5 +1,5 @@
 """The length-generalization recipes, one per task (each trains encodings x seeds)."""
-from .lengthgen import baselines_fail, beats, every_encoding, gains, lengthgen, outdoes, reaches, spread
+from .lengthgen import baselines_fail, beats, every_encoding, gains, lengthgen, outdoes, reaches, spread, zoo_figure
 from .verdicts import Claim, UntestedClaim
 
 SMALL = ["model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
@@ -33,7 +33,7 @@ lengthgen(
     "evaluation, as in the paper's code.",
     ["task.name=addition", "task.max_digits=10"], train_max=10, lengths=[5, 10, 12, 15, 20, 25, 30],
     encodings=every_encoding("addition", ["coupling", "coupling_relative", "learned", "nope"]), model=SMALL,
-    steps=3000, fast_steps=150,
+    steps=3000, fast_steps=150, figure=zoo_figure,
     fast_encodings=["coupling", "coupling_relative", "learned"], headline_length=30,
     claims=[
         reaches("coupling", 30, 0.9, "Position coupling (a learned table over coupled position ids) lets a 1-layer "
@@ -67,7 +67,7 @@ def _strings(task: str, verb: str, encodings: list[str], claims, untested=()):
         "1-10 symbols, with every positional encoding that applies, evaluated up to 30, seeds 0-2; coupled ids start "
         "at 0 at evaluation.",
         [f"task.name={task}", "task.max_length=10"], train_max=10, lengths=[5, 10, 15, 20, 30],
-        encodings=every_encoding(task, encodings),
+        encodings=every_encoding(task, encodings), figure=zoo_figure,
         model=STRINGS, steps=2000, fast_steps=100, fast_encodings=[encodings[0], "learned"], headline_length=20,
         claims=[*claims, _fire(task)], untested=untested)
 

@@ -13,7 +13,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ..tasks.common import RANDOM_START
-from .style import SEQUENTIAL, color, decades, log_axis, paper_style, seed_band
+from .style import SEQUENTIAL, color, dash, decades, log_axis, paper_style, seed_band
 
 SHORT_SERIES = 30  # series with at most this many points are drawn with markers
 MAP_WIDTH = 480  # one map: wide enough for token labels, close to square
@@ -81,15 +81,24 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
     value (several seeds per label give a median line with a min-max band)."""
     fig = go.Figure()
     for i, (label, rows) in enumerate(curves.groupby("label", sort=False)):
-        stats = rows.groupby(x)["value"].agg(["median", "min", "max", "count"]).reset_index()
-        if (stats["count"] > 1).any():
-            fig.add_trace(seed_band(stats[x], stats["min"] * 100, stats["max"] * 100, i, str(label)))
-        fig.add_trace(go.Scatter(x=stats[x], y=stats["median"] * 100, mode="lines+markers", name=str(label),
-                                 line=dict(color=color(i)), legendgroup=str(label),
-                                 hovertemplate=f"{x} %{{x}}<br>exact match %{{y:.1f}}%<extra>{label}</extra>"))
+        for trace in median_band(rows, i, str(label), x):
+            fig.add_trace(trace)
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title="exact match (%)", range=[-3, 103])
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
+
+
+def median_band(rows: pd.DataFrame, index: int, label: str, x: str = "length") -> list[go.Scatter]:
+    """One label's exact match (`value`, 0..1) against `x`: the median over seeds as a line, with the
+    seeds' min-max band behind it when there is more than one seed."""
+    stats = rows.groupby(x)["value"].agg(["median", "min", "max", "count"]).reset_index()
+    traces = []
+    if (stats["count"] > 1).any():
+        traces.append(seed_band(stats[x], stats["min"] * 100, stats["max"] * 100, index, label))
+    traces.append(go.Scatter(x=stats[x], y=stats["median"] * 100, mode="lines+markers", name=label,
+                             line=dict(color=color(index), dash=dash(index)), legendgroup=label,
+                             hovertemplate=f"{x} %{{x}}<br>exact match %{{y:.1f}}%<extra>{label}</extra>"))
+    return traces
 
 
 def mark_train_length(fig: go.Figure, train_length: int | None) -> go.Figure:

@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import color, paper_style, seed_band
+from .style import SEQUENTIAL, color, paper_style, seed_band
 
 LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "rope": "RoPE",
           "rope-scaled": "RoPE + log-length scaling"}
@@ -60,3 +60,41 @@ def every_seed_curves(table: pd.DataFrame, train_length: int | None = None, titl
     fig.update_xaxes(title="test length")
     fig.update_yaxes(title="exact match (%)", range=[-3, 103])
     return mark_train_length(paper_style(fig, height=340, title=title), train_length)
+
+
+def encoding_zoo(table: pd.DataFrame, train_length: int, title: str | None = None) -> go.Figure:
+    """Which encoding generalizes here. Left: exact match against test length, one line per encoding
+    (median over seeds, min-max band). Right: the same medians as a grid, the encodings ordered by their
+    mean beyond the training length (best on top), each cell's seeds in its hover.
+
+    table: columns label, seed, length, value (0..1)."""
+    from .builders import median_band
+
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+                        subplot_titles=["exact match (median, seeds' range)", "median exact match (%)"])
+    for i, (label, rows) in enumerate(table.groupby("label", sort=False)):
+        for trace in median_band(rows, i, str(label)):
+            fig.add_trace(trace, row=1, col=1)
+    lengths = sorted(table.length.unique())
+    medians = table.pivot_table(index="label", columns="length", values="value", aggfunc="median")
+    beyond = [n for n in lengths if n > train_length] or lengths
+    order = medians[beyond].mean(axis=1).sort_values(kind="stable").index.tolist()  # bottom to top
+    seeds = table.groupby(["label", "length"])["value"].apply(lambda v: " / ".join(f"{x:.0%}" for x in v))
+    hover = [[f"seeds {seeds[(label, n)]}" for n in lengths] for label in order]
+    grid = medians.loc[order, lengths].to_numpy() * 100
+    fig.add_trace(go.Heatmap(z=grid, x=list(range(len(lengths))), y=order, zmin=0, zmax=100, colorscale=SEQUENTIAL,
+                             showscale=False, text=grid.round().astype(int), texttemplate="%{text}",
+                             textfont=dict(size=9), customdata=hover,
+                             hovertemplate="%{y} at length %{x}: %{z:.0f}%<br>%{customdata}<extra></extra>"),
+                  row=1, col=2)
+    fig.update_xaxes(tickvals=list(range(len(lengths))), ticktext=[str(n) for n in lengths], row=1, col=2)
+    if train_length in lengths:  # between the longest trained column and the next
+        fig.add_vline(x=lengths.index(train_length) + 0.5, line=dict(dash="dash", color="white", width=2), opacity=1,
+                      row=1, col=2)
+    fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1, row=1, col=1)
+    for col in (1, 2):
+        fig.update_xaxes(title_text="test length (dashed: longest trained)", row=1, col=col)
+    fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=1)
+    fig.update_annotations(font_size=10)
+    paper_style(fig, width="double", height=max(340, 120 + 24 * len(order)), title=title)
+    return fig.update_layout(margin=dict(t=max(fig.layout.margin.t, 36)))  # room for the panels' titles

@@ -19,6 +19,11 @@ def color(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def dash(index: int) -> str:
+    """Past the palette's eight colours a series repeats a colour, so it changes its dash instead."""
+    return ("solid", "dash", "dot")[index // len(PALETTE) % 3]
+
+
 def seed_band(x, low, high, index: int, group: str | None = None) -> go.Scatter:
     """The min-max band over seeds around a median line: a filled outline in the line's colour, with no
     vertex markers, no hover and no legend entry of its own (it toggles with its line's `group`)."""

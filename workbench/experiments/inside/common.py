@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...config import RunConfig
-from ...figures.style import PALETTE, color, paper_style
+from ...figures.style import color, dash, paper_style
 from ...reports import layer_rows
 from ..base import ExperimentResult
 
@@ -35,11 +35,6 @@ def _natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def _dash(index: int) -> str:
-    """Past the palette's eight colours a series repeats a colour, so it changes its dash instead."""
-    return ("solid", "dash", "dot")[index // len(PALETTE) % 3]
-
-
 def lines(result: ExperimentResult, metrics: list[tuple[str, str]], series_key, markers=None) -> go.Figure:
     """One panel per (metric, axis title); one line per series; optional vertical markers per series."""
     table = result.table
@@ -50,7 +45,7 @@ def lines(result: ExperimentResult, metrics: list[tuple[str, str]], series_key, 
         for i, name in enumerate(names):
             part = rows[rows.apply(series_key, axis=1) == name].sort_values("step")
             fig.add_trace(go.Scatter(x=part.step, y=part.value, mode="lines", name=name, legendgroup=name,
-                                     showlegend=col == 1, line=dict(color=color(i), dash=_dash(i))), row=1, col=col)
+                                     showlegend=col == 1, line=dict(color=color(i), dash=dash(i))), row=1, col=col)
             step = (markers or {}).get(name)
             if step is not None:
                 fig.add_vline(x=step, line=dict(dash="dot", color=color(i), width=1.5), opacity=1, row=1, col=col)
