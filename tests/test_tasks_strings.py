@@ -52,6 +52,25 @@ def test_copy_and_reverse(seed, length, train):
 
 
 @FAST
+@given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(1, 30)), train=st.booleans())
+def test_a_coupled_end_gives_bos_the_id_the_last_answer_symbol_looks_up(seed, length, train):
+    """Copy predicts each next symbol from the id one above the current one, reverse from the id one
+    below; with couple_end BOS holds that id after the answer's last symbol, and nothing else moves."""
+    for name, step in (("copy", 1), ("reverse", -1)):
+        plain = build_task(name, {"max_length": 8, "max_position": 20})
+        coupled = build_task(name, {"max_length": 8, "max_position": 20, "couple_end": True})
+        batch = coupled.sample(16, gen(seed), length=length, train=train)
+        assert batch.tokens.equal(plain.sample(16, gen(seed), length=length, train=train).tokens)
+        for prompt, answer, positions in rows(coupled, batch):
+            L = len(prompt) - 2
+            last_answer_symbol = positions[2 * L + 1] if L else None
+            assert positions[0] == last_answer_symbol + step, "BOS holds the id looked up after the last symbol"
+            assert train or length is None or max(positions) <= max(20, length + 1 + (name == "copy"))
+            if train and (length or 0) <= 8:
+                assert max(positions) <= 20, "every id of a training length stays inside the trained table"
+
+
+@FAST
 @given(seed=st.integers(0, 10**6), length=lengths, alphabet=st.sampled_from([3, 26, 40]), hint=st.sampled_from([0.0, 0.5]),
        train=st.booleans())
 def test_sort_and_successor_hint(seed, length, alphabet, hint, train):
@@ -107,6 +126,7 @@ def test_parity(seed, length, scratchpad):
     ("reverse", {"min_length": 0}), ("reverse", {"max_position": 3}), ("sort", {"hint": 1.5}),
     ("sort", {"alphabet": 1}), ("selective_copy", {"n_tokens": 20}), ("selective_copy", {"n_tokens": 0}),
     ("parity", {"min_length": 5, "max_length": 2}), ("copy", {"alphabet": 40}),
+    ("copy", {"max_length": 10, "max_position": 11, "couple_end": True}),
 ])
 def test_bad_params(name, bad):
     with pytest.raises(ConfigError):

@@ -1,7 +1,11 @@
 """Copy a random string: `^ c a b = c a b $`, loss on the copy.
 
 Coupled position ids pair each input symbol with its copy: symbol i gets `start + i` on both
-sides, '=' gets `start`, BOS/EOS/PAD get 0 (start random in training, 1 in evaluation).
+sides, '=' gets `start`, BOS/EOS/PAD get 0 (start random in training, 0 in evaluation). Every
+answer token is predicted by looking up the id one above its own, except the end: after the last
+symbol (id start + L) the id start + L + 1 holds nothing, so the model must learn when to stop some
+other way, and learns it from the training lengths. `couple_end=true` gives BOS that id, so the
+end follows the same lookup as every symbol (a format variant, not the paper's).
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ class CopyParams:
     max_length: int = field(default=10, metadata={"help": "longest string in training"})
     alphabet: int = field(default=10, metadata={"help": "number of distinct symbols (2..26)"})
     max_position: int = field(default=64, metadata={"help": "largest coupled position id trained"})
+    couple_end: bool = field(default=False, metadata={"help": "BOS takes the id after the last symbol's, so the "
+                                                              "end is found by the same id lookup as each symbol"})
 
 
 @register_task
@@ -38,8 +44,9 @@ class Copy(Task):
         check(p.max_length >= p.min_length, "task.max_length", p.max_length,
               f"expected >= task.min_length ({p.min_length})")
         check(2 <= p.alphabet <= 26, "task.alphabet", p.alphabet, "expected 2..26")
-        check(p.max_position >= p.max_length + 1, "task.max_position", p.max_position,
-              f"expected >= task.max_length + 1 ({p.max_length + 1})")
+        span = p.max_length + 1 + p.couple_end
+        check(p.max_position >= span, "task.max_position", p.max_position, f"expected >= {span} (the ids one "
+              "string of task.max_length spans" + (", BOS's included)" if p.couple_end else ")"))
 
     def build_vocab(self) -> Vocab:
         return Vocab(list(string.ascii_lowercase[: self.params.alphabet]) + ["="])
@@ -51,7 +58,7 @@ class Copy(Task):
         return 2 * length + 2
 
     def max_position_id(self, length: int) -> int:
-        return max(self.params.max_position, length + 1)
+        return max(self.params.max_position, length + 1 + self.params.couple_end)
 
     def _sample(self, n, generator, length, train) -> Batch:
         low, high = self.train_lengths()
@@ -65,10 +72,12 @@ class Copy(Task):
         column = lambda s: torch.full((m, 1), self.vocab[s])  # noqa: E731
         prompt = torch.cat([column(BOS), symbols, column("=")], 1)
         answer = torch.cat([symbols, column(EOS)], 1)
-        start = random_start(m, L + 1, self.params.max_position, generator, train, first=self.coupled_first,
-                             offset=self.id_offset)
+        couple_end = self.params.couple_end
+        start = random_start(m, L + 1 + couple_end, self.params.max_position, generator, train,
+                             first=self.coupled_first, offset=self.id_offset)
         index = start + torch.arange(1, L + 1).expand(m, L)
         zeros = torch.zeros(m, 1, dtype=torch.long)
-        prompt_pos = torch.cat([zeros, index, start], 1)
+        bos = start + L + 1 if couple_end else zeros
+        prompt_pos = torch.cat([bos, index, start], 1)
         answer_pos = torch.cat([index, zeros], 1)
         return assemble(prompt, answer, prompt_pos, answer_pos, {"length": torch.full((m,), L)})

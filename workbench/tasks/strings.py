@@ -19,6 +19,8 @@ class ReverseParams:
     max_length: int = field(default=10, metadata={"help": "longest string in training"})
     alphabet: int = field(default=10, metadata={"help": "number of distinct symbols"})
     max_position: int = field(default=64, metadata={"help": "largest coupled position id trained"})
+    couple_end: bool = field(default=False, metadata={"help": "BOS takes the id below the first symbol's, so the "
+                                                              "end is found by the same id lookup as each symbol"})
 
 
 class StringTask(Task):
@@ -52,7 +54,10 @@ class StringTask(Task):
 class Reverse(StringTask):
     """`^ a b c = c b a $`. Coupled ids pair each symbol with its mirror in the answer (the
     reverse-copy example of Cho et al. 2024): input symbol i gets start + i, '=' gets
-    start + L + 1, the answer's copy of symbol i gets start + i again; BOS, EOS, PAD get 0."""
+    start + L + 1, the answer's copy of symbol i gets start + i again; BOS, EOS, PAD get 0. Each
+    answer token is predicted by looking up the id one below its own; after the answer's last
+    symbol (id start + 1) that is `start`, which BOS holds only when `couple_end=true` (or when the
+    ids start at 0, as in evaluation)."""
 
     name = "reverse"
     Params = ReverseParams
@@ -80,7 +85,8 @@ class Reverse(StringTask):
                              offset=self.id_offset)
         index = start + torch.arange(1, L + 1)
         zeros = torch.zeros(m, 1, dtype=torch.long)
-        prompt_pos = torch.cat([zeros, index, start + L + 1], 1)
+        bos = start if self.params.couple_end else zeros  # the id the last answer symbol looks up next
+        prompt_pos = torch.cat([bos, index, start + L + 1], 1)
         answer_pos = torch.cat([index.flip(1), zeros], 1)
         return assemble(prompt, answer, prompt_pos, answer_pos, {"length": torch.full((m,), L)})
 
