@@ -114,3 +114,15 @@ def test_every_command_and_option_explains_itself_in_help():
     export = dict(_subparsers(parser))["workbench export"]
     export_help = next(a.help for a in export._actions if a.dest == "figure")
     assert all(figure in export_help for figure in FIGURES)
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`workbench ... | head` closes stdout early: no traceback, just the shell's closed-pipe exit."""
+    import subprocess
+    import sys
+
+    script = ("import sys, os\nfrom workbench.cli import main\nr, w = os.pipe()\nos.close(r)\n"
+              "os.dup2(w, sys.stdout.fileno())\nsys.stdout = os.fdopen(sys.stdout.fileno(), 'w', buffering=1)\n"
+              "sys.exit(main(['experiment', 'list']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr and done.returncode == 141, done.stderr

@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -499,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     except SweepFailed as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `workbench ... | head` closed the pipe: stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not raise again
+        return 141
 
 
 if __name__ == "__main__":
