@@ -70,7 +70,7 @@ def encoding_zoo(table: pd.DataFrame, train_length: int, title: str | None = Non
     table: columns label, seed, length, value (0..1)."""
     from .builders import median_band
 
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.2,  # room for the names
                         subplot_titles=["exact match (median, seeds' range)", "median exact match (%)"])
     for i, (label, rows) in enumerate(table.groupby("label", sort=False)):
         for trace in median_band(rows, i, str(label)):
@@ -97,4 +97,5 @@ def encoding_zoo(table: pd.DataFrame, train_length: int, title: str | None = Non
     fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=1)
     fig.update_annotations(font_size=10)
     paper_style(fig, width="double", height=max(340, 120 + 24 * len(order)), title=title)
-    return fig.update_layout(margin=dict(t=max(fig.layout.margin.t, 36)))  # room for the panels' titles
+    return fig.update_layout(margin=dict(t=max(fig.layout.margin.t, 36)),  # room for the panels' titles
+                             legend=dict(tracegroupgap=0))  # each encoding is its own group: no gaps, every name shows
