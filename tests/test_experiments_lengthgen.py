@@ -206,3 +206,20 @@ def test_another_budget_keeps_the_step_ratios_of_a_budget_curve():
     assert {v.labels["steps"]: v.config.train.steps for v in curve} == {1500: 150, 3000: 300, 6000: 600}
     uniform = Budget(steps=600).apply(EXPERIMENTS["lengthgen-addition"].variants(False))
     assert {v.config.train.steps for v in uniform} == {600}
+
+
+def test_encodings_at_gives_each_tasks_median_and_a_dash_where_an_encoding_does_not_apply():
+    import pandas as pd
+
+    from workbench.experiments import ExperimentResult
+    from workbench.experiments.lengthgen import encodings_at
+
+    def result(rows):
+        return ExperimentResult("x", pd.DataFrame([{"pos": p, "seed": s, "length": n, "exact_match": v}
+                                                   for p, s, n, v in rows]), {}, [], runtime_s=0.0)
+
+    table = encodings_at({"copy": result([("rope", 0, 20, 0.2), ("rope", 1, 20, 0.4), ("rope", 2, 20, 0.9),
+                                          ("rope", 0, 10, 1.0)]),
+                          "sort": result([("nope", 0, 20, 0.5)])}, 20)
+    assert table.loc["rope", "copy"] == "40" and table.loc["rope", "sort"] == "-"
+    assert table.loc["nope", "sort"] == "50" and table.loc["nope", "copy"] == "-"

@@ -251,3 +251,11 @@ def outdoes(pos: str, others: tuple[str, ...], length: int, by: float, text: str
             "shared rule over >= 3 seeds")
     return Claim(key or f"{pos}-outdoes-{'-'.join(others)}".replace("_", "-"), text, references, paper_number,
                  method, rule, decide)
+
+
+def encodings_at(results: dict[str, ExperimentResult], length: int) -> pd.DataFrame:
+    """Median exact match (%) over seeds at `length`: a row per encoding, a column per result (e.g. a
+    task), "-" where the result trains no such encoding. One table for "which encoding generalizes where"."""
+    columns = {name: result.table[result.table.length == length].groupby("pos").exact_match.median()
+               for name, result in results.items()}
+    return (pd.DataFrame(columns) * 100).map(lambda v: "-" if pd.isna(v) else f"{v:.0f}")
