@@ -186,3 +186,27 @@ def test_a_canary_recorded_on_this_machine_is_then_checked_bit_for_bit_here(caps
     path.write_text(json.dumps(tampered))
     assert main(["experiment", "report", "--check"]) == 1
     assert f"STALE {name}" in capsys.readouterr().out
+
+
+def test_a_result_written_by_an_earlier_experiment_is_not_a_code_change(tmp_path, monkeypatch):
+    """Shipping several experiments from one work tree rewrites data/results/ between them; only a change
+    to the code marks a result as made with uncommitted changes."""
+    import subprocess
+
+    from workbench.experiments import results
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "data" / "results").mkdir(parents=True)
+    (tmp_path / "data" / "results" / "a.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "start")
+    monkeypatch.setattr(results, "REPO_ROOT", tmp_path)
+    (tmp_path / "data" / "results" / "a.json").write_text('{"new": 1}')
+    assert results.git_commit()["uncommitted_changes"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results.git_commit()["uncommitted_changes"] is True

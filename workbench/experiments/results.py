@@ -74,15 +74,18 @@ def cache_root() -> Path:
 
 # --- provenance -------------------------------------------------------------------------------------
 def git_commit() -> dict:
-    """The commit of the code that made a result, and whether the work tree differed from it (results
-    and notes aside)."""
+    """The commit of the code that made a result, and whether the work tree differed from it (results,
+    REPRODUCTIONS.md and the experiments' notes aside)."""
     def git(*args) -> str:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30).stdout
 
     try:
-        commit = git("rev-parse", "HEAD")
+        commit = git("rev-parse", "HEAD").strip()
+        # each line is "XY path": no strip(), which would eat the first line's leading space and its path's
+        # first letter, so that a result written by an earlier experiment counted as a code change
         changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
-                   if not line[3:].startswith(("data/results/", "REPRODUCTIONS.md"))]
+                   if line and not line[3:].startswith(("data/results/", "REPRODUCTIONS.md",
+                                                        "workbench/experiments/notes/"))]
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "uncommitted_changes": None}
     return {"commit": commit or None, "uncommitted_changes": bool(changed)}
