@@ -92,8 +92,8 @@ def encoding_zoo(table: pd.DataFrame, train_length: int, title: str | None = Non
         fig.add_vline(x=lengths.index(train_length) + 0.5, line=dict(dash="dash", color="white", width=2), opacity=1,
                       row=1, col=2)
     fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1, row=1, col=1)
-    for col in (1, 2):
-        fig.update_xaxes(title_text="test length (dashed: longest trained)", row=1, col=col)
+    fig.update_xaxes(title_text="test length (dashed: longest trained)", row=1, col=1)
+    fig.update_xaxes(title_text="test length", row=1, col=2)  # one long title would run into the other
     fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=1)
     fig.update_annotations(font_size=10)
     paper_style(fig, width="double", height=max(340, 120 + 24 * len(order)), title=title)
