@@ -188,16 +188,22 @@ def baselines_fail(baselines: tuple[str, ...], beyond: int, at_most: float, text
     return Claim(key, text, references, paper_number, "paper", rule, decide)
 
 
-def _figure(result: ExperimentResult):
-    table = result.table.rename(columns={"pos": "label", "exact_match": "value"})
-    return length_curve(table, result.summary.get("train_max"))
+def drawn_with(draw):
+    """A result's figure: `draw(table, train_max)` on its table, renamed to the figures' label and value."""
+    def figure(result: ExperimentResult):
+        table = result.table.rename(columns={"pos": "label", "exact_match": "value"})
+        return draw(table, result.summary.get("train_max"))
+
+    return figure
+
+
+_figure = drawn_with(length_curve)
 
 
 def zoo_figure(result: ExperimentResult):
     """Every encoding's curve beside a grid of medians: which encoding generalizes on this task."""
     from ..figures.lengthgen import encoding_zoo
-    table = result.table.rename(columns={"pos": "label", "exact_match": "value"})
-    return encoding_zoo(table, result.summary.get("train_max"))
+    return drawn_with(encoding_zoo)(result)
 
 
 def lengthgen(name, description, task_overrides, train_max, lengths, encodings, model, steps, fast_steps,

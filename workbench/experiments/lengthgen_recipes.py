@@ -1,5 +1,6 @@
 """The length-generalization recipes, one per task (each trains encodings x seeds)."""
-from .lengthgen import baselines_fail, beats, every_encoding, gains, lengthgen, outdoes, reaches, spread, zoo_figure
+from .lengthgen import (baselines_fail, beats, drawn_with, every_encoding, gains, lengthgen, outdoes, reaches,
+                        spread, zoo_figure)
 from .verdicts import Claim, UntestedClaim
 
 SMALL = ["model.n_layers=1", "model.d_model=64", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
@@ -181,8 +182,7 @@ FORMATS = {f"{pos} {form}": [f"model.pos={pos}", f"task.reverse_answer={'true' i
 
 def _every_seed(result):
     from ..figures.lengthgen import every_seed_curves
-    table = result.table.rename(columns={"pos": "label", "exact_match": "value"})
-    return every_seed_curves(table, result.summary.get("train_max"))
+    return drawn_with(every_seed_curves)(result)
 
 
 # The bars, set before the runs: the reversed answer adds at least 30 points at 2x the training
