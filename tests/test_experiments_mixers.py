@@ -58,7 +58,7 @@ def test_mqar_vs_width_fast(data_dir):
     result = run_experiment("mqar-vs-width", fast=True, progress=False)
     _check_result(result)
     table = result.table
-    assert set(table.mixer) == {"attention", "mamba", "linear_attention", "h3"}
+    assert set(table.mixer) == {"attention", "mamba", "linear_attention", "h3", "hyena"}
     assert table.query_accuracy.between(0, 1).all()
     assert set(table.pairs) == {2, 4, 8}
     state = table[table.pairs == 8].set_index("mixer").state_size

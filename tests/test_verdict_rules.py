@@ -123,8 +123,8 @@ def _mimetic(states):
 
 def _mqar(states):
     grid = {}
-    for mixer in ("attention", "mamba", "linear_attention", "h3"):
-        for width in ("32", "64"):
+    for mixer in ("attention", "mamba", "linear_attention", "h3", "hyena"):
+        for width in ("32", "64", "128"):
             for pairs in ("2", "4", "8"):
                 for seed, state in enumerate(states):
                     value = 1.0 if mixer == "attention" else 0.5
