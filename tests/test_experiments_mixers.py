@@ -16,6 +16,7 @@ from workbench.experiments import EXPERIMENTS, get_experiment, run_experiment
 from workbench.experiments.mixers.common import steps_to_reach
 from workbench.experiments.mixers.markov_icl import MARKOV_LENGTH, excess_loss
 from workbench.experiments.mixers.mqar_vs_width import MQAR_EVAL_SAMPLES, TARGET_WIDTH
+from workbench.figures.mixers import accuracy_vs_width
 from workbench.models import MIXERS
 from workbench.store import Run, data_root
 from workbench.tasks import build_task
@@ -64,6 +65,23 @@ def test_mqar_vs_width_fast(data_dir):
     state = table[table.pairs == 8].set_index("mixer").state_size
     assert state["attention"] == 2 * 2 * 32 * 32  # the key-value cache of 2 layers grows with the 32 tokens
     assert (state > 0).all()
+
+
+def test_mqar_figure_draws_a_median_line_and_seed_band_per_mixer_in_each_pairs_panel():
+    rows = [{"mixer": mixer, "width": width, "pairs": pairs, "seed": seed, "state_size": width * 10,
+             "query_accuracy": accuracy + 0.1 * seed}
+            for mixer, accuracy in (("attention", 0.7), ("hyena", 0.1)) for width in (32, 64)
+            for pairs in (2, 8) for seed in (0, 1, 2)]
+    fig = accuracy_vs_width(pd.DataFrame(rows))
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert len(lines) == len(bands) == 4  # 2 mixers x 2 panels, each with its band
+    attention = next(t for t in lines if t.name == "attention")
+    assert list(attention.y) == pytest.approx([80.0, 80.0])  # the median of 70, 80, 90
+    assert list(attention.customdata) == [320, 640] and "state" in attention.hovertemplate
+    band = next(t for t in bands if t.legendgroup == "attention")
+    assert max(band.y) == pytest.approx(90.0) and min(band.y) == pytest.approx(70.0)
+    assert [t.showlegend for t in lines] == [True, True, False, False]  # one legend entry per mixer
 
 
 @pytest.mark.slow

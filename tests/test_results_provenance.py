@@ -13,6 +13,7 @@ import pytest
 from workbench.cli import main
 from workbench.experiments import EXPERIMENTS, VERDICTS, load_result, render, write_report
 from workbench.experiments.canary import compare, compute_canary
+from workbench.experiments.report import rules_agree
 from workbench.experiments.results import ExperimentResult, read, shipped_root, write
 from workbench.experiments.verdicts import Outcome
 
@@ -40,6 +41,8 @@ def test_every_row_uses_the_five_verdicts_and_shows_each_seed():
         if result is None:
             continue
         assert set(result.outcomes) == {claim.key for claim in experiment.claims}
+        # read back from JSON (keys sorted), the summary must give the same verdicts and the same words
+        assert rules_agree(experiment, result), experiment.name
         for key, outcome in result.outcomes.items():
             assert outcome.verdict in VERDICTS
             if outcome.verdict != "not tested":

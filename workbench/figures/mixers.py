@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .builders import median_band
 from .style import SEQUENTIAL, color, paper_style, seed_band
 
 
@@ -52,20 +53,21 @@ def curves_with_maps(curves: pd.DataFrame, maps: dict[str, np.ndarray], y_title:
 def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "query_accuracy",
                       y_title: str = "accuracy per query (%)", title: str | None = None) -> go.Figure:
     """One panel per value of `facet` (e.g. key-value pairs): value vs model width, one line per
-    mixer; hover shows the recurrent state size. table: columns mixer, width, state_size, facet,
-    value (several seeds give their median)."""
+    mixer (the median over seeds, their min-max band behind it); hover shows the recurrent state size.
+    table: columns mixer, width, state_size, facet, value, and seed where there are several."""
     facets = sorted(table[facet].unique())
     fig = make_subplots(rows=1, cols=len(facets), shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=[f"{v} {facet}" for v in facets])
     for col, level in enumerate(facets, start=1):
         part = table[table[facet] == level]
         for i, (mixer, rows) in enumerate(part.groupby("mixer", sort=False)):
-            stats = rows.groupby("width").agg(value=(value, "median"), state=("state_size", "first")).reset_index()
-            fig.add_trace(go.Scatter(x=stats.width, y=stats.value * 100, mode="lines+markers", name=str(mixer),
-                                     legendgroup=str(mixer), showlegend=col == 1, line=dict(color=color(i)),
-                                     customdata=stats.state,
-                                     hovertemplate="width %{x}<br>%{y:.1f}%<br>state %{customdata:,}"
-                                                   "<extra>" + str(mixer) + "</extra>"), row=1, col=col)
+            *band, line = median_band(rows.rename(columns={value: "value"}), i, str(mixer), x="width",
+                                      measure="per query")
+            state = rows.groupby("width").state_size.first()
+            line.update(customdata=state.loc[line.x].to_numpy(), showlegend=col == 1,
+                        hovertemplate="width %{x}<br>%{y:.1f}%<br>state %{customdata:,}<extra>" + str(mixer) + "</extra>")
+            for trace in (*band, line):
+                fig.add_trace(trace, row=1, col=col)
         fig.update_xaxes(title_text="width (log scale)", type="log", tickvals=sorted(table.width.unique()), row=1, col=col)
     fig.update_yaxes(title_text=y_title, range=[-3, 103], row=1, col=1)
     fig.update_annotations(font_size=9)

@@ -24,7 +24,7 @@ MQAR_TASK = ["task.name=mqar", "task.seq_len=0", "task.min_pairs=2", "task.max_p
              "task.n_values=64", "task.show_answers=false", "task.filler=random", "task.distinct_values=true"]
 MQAR_PAIRS = (2, 4, 8)
 # Widths 32 to 128, each twice the last, as Zoology's x axis; its width 256 is cut for a 2-core CPU (a
-# width-256 Mamba step takes ~1.4 s here, 10x width 64: one seed of one mixer would be most of the
+# width-256 Mamba step takes ~1.4 s here at 64 tokens, 6x width 64: one seed of one mixer would be half of the
 # 30-minute budget). The per-run budget is the same for every mixer and width.
 MQAR_WIDTHS, MQAR_FAST_WIDTHS = (32, 64, 128), (32,)
 MQAR_MIXERS = ("attention", "mamba", "linear_attention", "h3", "hyena")
@@ -98,7 +98,9 @@ def decide_others_need_width(summary: dict) -> Outcome:
     grid, smallest = summary.get("query_accuracy", {}), str(min(MQAR_WIDTHS))
     hardest = str(max(summary.get("pairs", [0])))
     attention = grid.get("attention", {}).get(smallest, {}).get(hardest, {})
-    others = [m for m in grid if m != "attention"]
+    # the recipe's order, not the summary's: a summary read back from JSON has its keys sorted
+    others = sorted((m for m in grid if m != "attention"),
+                    key=lambda m: MQAR_MIXERS.index(m) if m in MQAR_MIXERS else len(MQAR_MIXERS))
     passed, numbers = {}, {}
     for seed in sorted(attention, key=int):
         values = {m: grid[m].get(smallest, {}).get(hardest, {}).get(seed) for m in others}
