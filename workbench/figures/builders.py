@@ -88,9 +88,8 @@ def length_curve(curves: pd.DataFrame, train_length: int | None = None, title: s
     return mark_train_length(paper_style(fig, height=320, title=title), train_length)
 
 
-def median_band(rows: pd.DataFrame, index: int, label: str, x: str = "length",
-                measure: str = "exact match") -> list[go.Scatter]:
-    """One label's `measure` (`value`, 0..1) against `x`: the median over seeds as a line, with the
+def median_band(rows: pd.DataFrame, index: int, label: str, x: str = "length") -> list[go.Scatter]:
+    """One label's exact match (`value`, 0..1) against `x`: the median over seeds as a line, with the
     seeds' min-max band behind it when there is more than one seed."""
     stats = rows.groupby(x)["value"].agg(["median", "min", "max", "count"]).reset_index()
     traces = []
@@ -98,7 +97,7 @@ def median_band(rows: pd.DataFrame, index: int, label: str, x: str = "length",
         traces.append(seed_band(stats[x], stats["min"] * 100, stats["max"] * 100, index, label))
     traces.append(go.Scatter(x=stats[x], y=stats["median"] * 100, mode="lines+markers", name=label,
                              line=dict(color=color(index), dash=dash(index)), legendgroup=label,
-                             hovertemplate=f"{x} %{{x}}<br>{measure} %{{y:.1f}}%<extra>{label}</extra>"))
+                             hovertemplate=f"{x} %{{x}}<br>exact match %{{y:.1f}}%<extra>{label}</extra>"))
     return traces
 
 

@@ -61,8 +61,8 @@ def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "q
     for col, level in enumerate(facets, start=1):
         part = table[table[facet] == level]
         for i, (mixer, rows) in enumerate(part.groupby("mixer", sort=False)):
-            *band, line = median_band(rows.rename(columns={value: "value"}), i, str(mixer), x="width",
-                                      measure="per query")
+            # the line's hover is replaced below: it names the state size, not the measure
+            *band, line = median_band(rows.rename(columns={value: "value"}), i, str(mixer), x="width")
             state = rows.groupby("width").state_size.first()
             line.update(customdata=state.loc[line.x].to_numpy(), showlegend=col == 1,
                         hovertemplate="width %{x}<br>%{y:.1f}%<br>state %{customdata:,}<extra>" + str(mixer) + "</extra>")
