@@ -1,0 +1,110 @@
+"""Bigram-Backcopy (Guo et al. 2024, "Active-Dormant Attention Heads: Mechanistically Demystifying
+Extreme-Token Phenomena in LLMs", arXiv 2410.13835): a task on which 1-3 layer Transformers grow
+attention sinks on the first token and outliers in its residual stream.
+
+`^ x1 x2 ... xL`: x1 is drawn uniformly from the ordinary symbols. After an ordinary symbol the next
+one is drawn from one fixed bigram table, the same for every sequence (drawn once from
+`table_seed`), which puts `trigger_p` of every row's mass on the triggers, shared evenly, and the
+rest on the ordinary symbols as a Dirichlet(`alpha`) draw. After a trigger the next symbol repeats
+the one before the trigger (the back-copy). The loss covers every symbol.
+
+Only the back-copy needs attention; a bigram is read off the current token. So a head that copies is
+useful at trigger queries and has nothing to do everywhere else, the situation in which heads park
+their attention on a token that carries nothing (the paper's "dormant" heads, Bondarenko et al.'s
+"no-op" heads). The triggers appear only after ordinary symbols and are never copied, so two
+triggers never follow each other. Exact match scores the back-copies alone (every bigram draw is
+random): a sample is right when every symbol after a trigger is predicted right.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..errors import check
+from .base import BOS, Batch, Task, Vocab, register_task
+from .common import check_range, column, draw_lengths, symbol_names
+
+
+@dataclass
+class BackcopyParams:
+    min_length: int = field(default=32, metadata={"help": "shortest sequence in training"})
+    max_length: int = field(default=64, metadata={"help": "longest sequence in training"})
+    states: int = field(default=32, metadata={"help": "ordinary symbols (the bigram table's alphabet)"})
+    triggers: int = field(default=3, metadata={"help": "trigger symbols: the symbol after one repeats the one before it"})
+    trigger_p: float = field(default=0.2, metadata={"help": "probability that an ordinary symbol is followed by a trigger"})
+    alpha: float = field(default=0.5, metadata={"help": "Dirichlet concentration of the bigram rows (small: peaked)"})
+    table_seed: int = field(default=0, metadata={"help": "seed of the bigram table itself"})
+
+
+@register_task
+class BigramBackcopy(Task):
+    name = "bigram_backcopy"
+    Params = BackcopyParams
+    description = "continue a fixed bigram chain; after a trigger, repeat the symbol before it (attention sinks)"
+    length_name = "symbols"
+
+    def __init__(self, params=None):
+        super().__init__(params)
+        self.table = self.bigram_table()
+
+    def validate(self) -> None:
+        p = self.params
+        check_range("task", "min_length", p.min_length, "max_length", p.max_length, floor=2)
+        check(2 <= p.states <= 256, "task.states", p.states, "expected 2..256")
+        check(1 <= p.triggers <= 16, "task.triggers", p.triggers, "expected 1..16")
+        check(0 < p.trigger_p < 1, "task.trigger_p", p.trigger_p, "expected strictly between 0 and 1")
+        check(p.alpha > 0, "task.alpha", p.alpha, "expected > 0")
+
+    def build_vocab(self) -> Vocab:
+        p = self.params
+        return Vocab(symbol_names(p.states, "s") + [f"T{i}" for i in range(p.triggers)])
+
+    def bigram_table(self) -> Tensor:
+        """(states, states + triggers) next-symbol probabilities of the ordinary symbols."""
+        p = self.params
+        generator = torch.Generator().manual_seed(p.table_seed)
+        gamma = torch._standard_gamma(torch.full((p.states, p.states), float(p.alpha), dtype=torch.float64),
+                                      generator=generator)
+        ordinary = (1 - p.trigger_p) * gamma / gamma.sum(-1, keepdim=True)
+        triggers = torch.full((p.states, p.triggers), p.trigger_p / p.triggers, dtype=torch.float64)
+        return torch.cat([ordinary, triggers], 1)
+
+    def train_lengths(self) -> tuple[int, int]:
+        return self.params.min_length, self.params.max_length
+
+    def sequence_length(self, length: int) -> int:
+        return length
+
+    def _sample(self, n, generator, length, train) -> Batch:
+        """Every row is drawn at the batch's longest length and cut at its own: one pass over the
+        positions for the whole batch (a pass per length cost ~90 ms a batch, as much as a step)."""
+        lengths = draw_lengths(n, *self.train_lengths(), generator, length)
+        L, states = int(lengths.max()), self.params.states
+        uniform = torch.rand(n, L, generator=generator, dtype=torch.float64)
+        cumulative = self.table.cumsum(-1)
+        x = torch.zeros(n, L, dtype=torch.long)  # 0..states-1 ordinary, states.. triggers
+        x[:, 0] = (uniform[:, 0] * states).long().clamp(max=states - 1)
+        for t in range(1, L):
+            previous = x[:, t - 1]
+            drawn = (cumulative[previous.clamp(max=states - 1)] < uniform[:, t:t + 1]).sum(-1)
+            drawn = drawn.clamp(max=self.table.shape[1] - 1)
+            # x[t - 2] exists whenever x[t - 1] is a trigger: x1 is always ordinary
+            copied = x[:, t - 2] if t >= 2 else previous
+            x[:, t] = torch.where(previous >= states, copied, drawn)
+        first = self.vocab[symbol_names(states, "s")[0]]
+        inside = torch.arange(L)[None, :] < lengths[:, None]
+        sequence = torch.cat([column(n, self.vocab[BOS]), torch.where(inside, x + first, 0)], 1)
+        tokens = sequence[:, :-1].masked_fill(~torch.cat([torch.ones(n, 1, dtype=torch.bool), inside[:, :-1]], 1), 0)
+        return Batch(tokens, sequence[:, 1:], inside, None, {"length": lengths})
+
+    def is_trigger(self, tokens: Tensor) -> Tensor:
+        """Where a token is a trigger, so the next symbol is a back-copy."""
+        return tokens >= self.vocab["T0"]
+
+    def score(self, predictions: Tensor, batch: Batch) -> Tensor:
+        """Exact match on the back-copies: every symbol that follows a trigger predicted right."""
+        copies = self.is_trigger(batch.tokens) & batch.loss_mask
+        wrong = (predictions != batch.targets) & copies
+        return ~wrong.any(dim=1)
