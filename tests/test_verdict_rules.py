@@ -93,7 +93,8 @@ def _lengthgen(states, experiment, claim):
     outdoing = claim.key.startswith("fire-outdoes")
     for pos in encodings:
         for seed, state in enumerate(states):
-            baseline = pos in (("rope", "alibi") if outdoing else ("learned", "nope"))
+            # "learned w128": learned positions at another width, the width-128 claims' baseline
+            baseline = pos.split()[0] in (("rope", "alibi") if outdoing else ("learned", "nope"))
             if outdoing and pos == "fire":
                 fit, beyond = (0.2 if state == "unclear" else 1.0), (0.0 if state == "fail" else 1.0)
             elif baseline:

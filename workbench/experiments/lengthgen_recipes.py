@@ -61,16 +61,27 @@ lengthgen(
 STRINGS = ["model.n_layers=2", "model.d_model=64", "model.n_heads=4", "train.batch_size=128", "train.lr=3e-3"]
 
 
-def _strings(task: str, verb: str, encodings: list[str], claims, untested=()):
-    """copy / reverse / sort: 2-layer models trained 2000 steps on 1-10 symbols, evaluated to 30."""
+# Width 128 (head dimension 32) is what carried the paper's table past 2x on reverse in single runs
+# (notes/lengthgen-reverse.md: 86-100% at 20 on three seeds, where width 64 gives 7-25%), and let copying
+# pass 10 at all (erratically). Copy and reverse train it beside the zoo, with learned positions at the
+# same width as the baseline its claim needs.
+WIDE = {"coupling w128": ["model.pos=coupling", "model.d_model=128"],
+        "learned w128": ["model.pos=learned", "model.d_model=128"]}
+
+
+def _strings(task: str, verb: str, encodings: list[str], claims, untested=(), wide: bool = False):
+    """copy / reverse / sort: 2-layer models trained 2000 steps on 1-10 symbols, evaluated to 30; `wide`
+    adds the paper's coupling and learned positions at width 128."""
+    zoo = {pos: [f"model.pos={pos}"] for pos in every_encoding(task, encodings)}
     lengthgen(
         f"lengthgen-{task}", f"2-layer Transformers (d_model 64, 4 heads) trained 2000 steps to {verb} strings of "
-        "1-10 symbols, with every positional encoding that applies, evaluated up to 30, seeds 0-2; coupled ids start "
-        "at 0 at evaluation.",
+        "1-10 symbols, with every positional encoding that applies"
+        f"{' (and coupling and learned positions at d_model 128)' if wide else ''}, evaluated up to 30, seeds 0-2; "
+        "coupled ids start at 0 at evaluation.",
         [f"task.name={task}", "task.max_length=10"], train_max=10, lengths=[5, 10, 15, 20, 30],
-        encodings=every_encoding(task, encodings), figure=zoo_figure,
+        encodings={**zoo, **WIDE} if wide else zoo, figure=zoo_figure,
         model=STRINGS, steps=2000, fast_steps=100, fast_encodings=[encodings[0], "learned"], headline_length=20,
-        claims=[*claims, _fire(task)], untested=untested)
+        claims=[*claims, *([_wide_coupling(task)] if wide else []), _fire(task)], untested=untested)
 
 
 def _beats_learned(pos: str, task: str, references, paper_number: str, method: str = "paper"):
@@ -79,15 +90,23 @@ def _beats_learned(pos: str, task: str, references, paper_number: str, method: s
                  "strings of 20 (2x), where learned absolute positions fail", references, paper_number, method)
 
 
+def _wide_coupling(task: str) -> Claim:
+    """The paper's claim again, judged on the width-128 pair: the same rule and bars as at width 64."""
+    return beats("coupling w128", 20, 0.5, "learned w128", 15, 0.1, f"Position coupling lets a model trained on "
+                 f"strings of 1-10 symbols {task} strings of 20 (2x), where learned absolute positions fail",
+                 COUPLING, "qualitative", method="2-layer models of width 128 (head dimension 32), learned positions "
+                 "at the same width; the recipe's other runs are width 64", key="coupling-beats-learned-w128")
+
+
 _strings("copy", "copy", ["coupling", "randomized", "rope", "learned", "nope"], [
     _beats_learned("randomized", "copy", RANDOMIZED, "+12.0% average test accuracy over 15 algorithmic tasks"),
     _beats_learned("coupling", "copy", COUPLING, "qualitative"),
-])
+], wide=True)
 
 _strings("reverse", "reverse", ["coupling", "randomized", "rope", "learned"], [
     _beats_learned("coupling", "reverse", COUPLING, "qualitative (the paper's reverse-copy example)"),
     _beats_learned("randomized", "reverse", RANDOMIZED, "+12.0% average test accuracy over 15 algorithmic tasks"),
-])
+], wide=True)
 
 _strings("sort", "sort", ["randomized", "rope", "learned", "nope"], [
     _beats_learned("randomized", "sort", RANDOMIZED, "+12.0% average test accuracy over 15 algorithmic tasks"),
