@@ -163,3 +163,19 @@ def test_entropy_at_the_answer_is_the_attention_row_where_the_answer_is_first_pr
 def test_entropy_at_must_be_all_or_answer(run_id):
     with pytest.raises(ConfigError, match="--entropy-at"):
         evaluate_lengths(run_id, [3], n=4, entropy_n=2, entropy_at="query")
+
+
+def test_a_later_evaluation_does_not_change_what_the_recipe_measured(data_dir):
+    """eval-length appends its readings to the run (the last one wins for a person reading the run), but
+    an experiment that reuses the run reads its training's own evaluation of the lengths it asked for."""
+    from workbench.reports import length_table, recipe_length_table
+
+    run = train(RunConfig.load(None, TINY + ["task.eval_lengths=3,6", "train.eval_samples=8"]), progress=False)
+    before = recipe_length_table(run)
+    assert set(before) == {3, 6}
+    evaluate_lengths(run.run_id, [6, 12], n=64)
+    assert 12 in length_table(run.metrics())
+    assert recipe_length_table(run) == before
+    rows = run.metrics()
+    rows = rows[(rows.probe == "exact_match") & (rows.length == 6)]
+    assert len(rows[rows.step == rows.step.max()]) == 2  # the later reading is stored beside the first

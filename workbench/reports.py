@@ -93,6 +93,23 @@ def length_table(metrics: pd.DataFrame) -> dict[int, float]:
     return {int(k): float(v) for k, v in latest.items()}
 
 
+def recipe_length_table(run: Run) -> dict[int, float]:
+    """Exact match per test length as the run's own training measured it: the lengths its config asks
+    for (task.eval_lengths; every length evaluated if it names none), the first reading of each at the
+    last step. `workbench eval-length` appends later readings to the run's metrics, and length_table
+    lets the last one win; an experiment that reuses a run must not mix a later reading into its result."""
+    metrics = run.metrics()
+    rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
+    if rows.empty:
+        return {}
+    rows = rows[rows.step == rows.step.max()]
+    asked = run.config().task.eval_lengths
+    if asked:
+        rows = rows[rows.length.isin(asked)]
+    first = rows.groupby("length", sort=True)["value"].first()  # in the order written: training's own first
+    return {int(k): float(v) for k, v in first.items()}
+
+
 def run_summary(run: Run) -> dict:
     config = run.config()
     metrics = run.metrics()

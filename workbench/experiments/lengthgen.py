@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..config import RunConfig
 from ..figures.builders import length_curve
-from ..reports import length_table
+from ..reports import recipe_length_table
 from .base import Experiment, ExperimentResult, Variant, register_experiment
 from .verdicts import FITS, Claim, Outcome, by_seeds, percent
 
@@ -64,7 +64,7 @@ def _variants(task_overrides, encodings, seeds, lengths, model, steps, fast_step
 def _analyze(train_max: int, headline_length: int):
     def analyze(finished, fast):
         rows = [{**variant.labels, "length": length, "exact_match": value}
-                for variant, run in finished for length, value in length_table(run.metrics()).items()]
+                for variant, run in finished for length, value in recipe_length_table(run).items()]
         table = pd.DataFrame(rows)
         curves: dict[str, dict[str, dict[str, float]]] = {}  # pos -> seed -> length -> exact match
         for row in rows:

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from ...figures.builders import length_curve
-from ...reports import length_table
+from ...reports import recipe_length_table
 from ...tasks import build_task
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, UntestedClaim, by_seeds, no_runs
@@ -44,7 +44,7 @@ def copy_analyze(finished, fast):
     for variant, run in finished:
         config = run.config()
         task = build_task(config.task.name, config.task.params)
-        for length, value in length_table(run.metrics()).items():
+        for length, value in recipe_length_table(run).items():
             rows.append({**variant.labels, "length": int(length), "exact_match": float(value),
                          "state_size": state_size(config, task.sequence_length(int(length)))})
     table = pd.DataFrame(rows)

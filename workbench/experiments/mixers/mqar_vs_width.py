@@ -8,7 +8,7 @@ import pandas as pd
 from ...analysis import load_model
 from ...evaluate import eval_generator, token_accuracy
 from ...figures.mixers import accuracy_vs_width
-from ...reports import length_table
+from ...reports import recipe_length_table
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds, no_runs
 from . import common
@@ -58,7 +58,7 @@ def mqar_analyze(finished, fast):
     for variant, run in finished:
         config = run.config()
         model, task = load_model(run)
-        exact = length_table(run.metrics())
+        exact = recipe_length_table(run)
         for pairs in MQAR_PAIRS:
             accuracy = token_accuracy(model, task, samples, eval_generator(config.train.seed, pairs), length=pairs)
             length = task.sequence_length(pairs)
