@@ -1,6 +1,7 @@
 """Bigram-Backcopy (Guo et al. 2024, "Active-Dormant Attention Heads: Mechanistically Demystifying
-Extreme-Token Phenomena in LLMs", arXiv 2410.13835): a task on which 1-3 layer Transformers grow
-attention sinks on the first token and outliers in its residual stream.
+Extreme-Token Phenomena in LLMs", arXiv 2410.13835): a task on which, as they report, 1-3 layer
+Transformers grow attention sinks on the first token and outliers in its residual stream (what our
+runs show: the outliers experiment's notes).
 
 `^ x1 x2 ... xL`: x1 is drawn uniformly from the ordinary symbols. After an ordinary symbol the next
 one is drawn from one fixed bigram table, the same for every sequence (drawn once from
@@ -95,9 +96,8 @@ class BigramBackcopy(Task):
             x[:, t] = torch.where(previous >= states, copied, drawn)
         first = self.vocab[symbol_names(states, "s")[0]]
         inside = torch.arange(L)[None, :] < lengths[:, None]
-        sequence = torch.cat([column(n, self.vocab[BOS]), torch.where(inside, x + first, 0)], 1)
-        tokens = sequence[:, :-1].masked_fill(~torch.cat([torch.ones(n, 1, dtype=torch.bool), inside[:, :-1]], 1), 0)
-        return Batch(tokens, sequence[:, 1:], inside, None, {"length": lengths})
+        sequence = torch.cat([column(n, self.vocab[BOS]), torch.where(inside, x + first, 0)], 1)  # PAD past each length
+        return Batch(sequence[:, :-1], sequence[:, 1:], inside, None, {"length": lengths})
 
     def is_trigger(self, tokens: Tensor) -> Tensor:
         """Where a token is a trigger, so the next symbol is a back-copy."""
