@@ -25,8 +25,9 @@ def test_each_length_recipe_trains_every_encoding_that_applies_to_its_task():
     from workbench.models import POSITIONS
 
     every = set(POSITIONS.names())
-    expected = {"lengthgen-addition": every, "lengthgen-copy": every - {"abacus"},
-                "lengthgen-reverse": every - {"abacus"},
+    wide = {"coupling w128", "learned w128"}  # the paper's table and its baseline at width 128
+    expected = {"lengthgen-addition": every, "lengthgen-copy": every - {"abacus"} | wide,
+                "lengthgen-reverse": every - {"abacus"} | wide,
                 "lengthgen-sort": every - {"abacus", "coupling", "coupling_relative"}}
     for name, encodings in expected.items():
         variants = EXPERIMENTS[name].variants(False)
@@ -98,6 +99,11 @@ class _FakeRun:
 
         return pd.DataFrame([{"step": 100, "probe": "exact_match", "layer": -1, "head": -1, "length": k, "value": v}
                              for k, v in self.curve.items()])
+
+    def config(self):
+        from workbench.config import RunConfig
+
+        return RunConfig.load(None, ["task.eval_lengths=" + ",".join(map(str, self.curve))])
 
 
 def test_a_baseline_that_never_fit_the_trained_lengths_cannot_decide_a_seed():
