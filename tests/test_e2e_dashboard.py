@@ -39,6 +39,17 @@ def wait_until_idle(page) -> None:
     page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=WAIT_MS)
 
 
+def wait_for_outcome(page, success: str, failure_screenshot) -> None:
+    """Wait for the success message; if it never comes, keep a screenshot and fail with what the
+    page's messages said (an error shown by the form), not a bare locator timeout."""
+    try:
+        page.get_by_text(success).wait_for(timeout=TRAINING_WAIT_MS)
+    except Exception:
+        screenshot(page, failure_screenshot)
+        said = page.locator("[data-testid='stAlert'], [data-testid='stException']").all_inner_texts()
+        pytest.fail(f"no {success!r} on the page; its messages: {said}")
+
+
 def screenshot(page, path) -> None:
     """The app scrolls inside its own container: back to the top first, then the whole viewport."""
     page.evaluate("for (const e of document.querySelectorAll('*')) { if (e.scrollTop) e.scrollTop = 0; }")
@@ -81,10 +92,14 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
 
     # evaluate the run at a longer length from the Length generalization page's form, entropy too
     open_page(page, "Length generalization")
+    page.locator(PLOT).first.wait_for(timeout=WAIT_MS)
+    wait_until_idle(page)  # a click that lands while the page still draws can be lost in its rerun
     page.locator("[data-testid='stExpander'] summary", has_text="Evaluate a run").click()
-    page.get_by_role("textbox", name="test lengths (--lengths)").fill("2,3,8")
+    lengths = page.get_by_role("textbox", name="test lengths (--lengths)")
+    lengths.fill("2,3,8")
+    expect(lengths).to_have_value("2,3,8")
     page.get_by_role("button", name="Evaluate").click()
-    page.get_by_text(f"Stored with run {run_ids[0]}").wait_for(timeout=WAIT_MS)
+    wait_for_outcome(page, f"Stored with run {run_ids[0]}", artifacts_dir / "dashboard-8-length-failed.png")
     page.get_by_role("heading", name="Attention entropy by test length").wait_for(timeout=WAIT_MS)
     # the entropy figure, by its axis title (a count of plots can include one Streamlit has not yet removed)
     page.locator(PLOT, has_text="attention entropy (nats)").first.wait_for(timeout=WAIT_MS)
