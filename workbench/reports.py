@@ -85,8 +85,13 @@ def neuron_activity_summary(run: Run) -> dict:
     return {"steps": ends, "per_layer": per_layer}
 
 
+def exact_match_by_length_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Every exact-match reading taken at one test length (length -1 marks readings over the training mix)."""
+    return metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
+
+
 def length_table(metrics: pd.DataFrame) -> dict[int, float]:
-    rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
+    rows = exact_match_by_length_rows(metrics)
     if rows.empty:
         return {}
     latest = rows.sort_values("step", kind="stable").groupby("length")["value"].last()  # the last evaluated wins
@@ -98,8 +103,7 @@ def recipe_length_table(run: Run) -> dict[int, float]:
     for (task.eval_lengths; every length evaluated if it names none), the first reading of each at the
     last step. `workbench eval-length` appends later readings to the run's metrics, and length_table
     lets the last one win; an experiment that reuses a run must not mix a later reading into its result."""
-    metrics = run.metrics()
-    rows = metrics[(metrics.probe == "exact_match") & (metrics.length >= 1)]
+    rows = exact_match_by_length_rows(run.metrics())
     if rows.empty:
         return {}
     rows = rows[rows.step == rows.step.max()]

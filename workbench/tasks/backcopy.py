@@ -25,7 +25,7 @@ from torch import Tensor
 
 from ..errors import check
 from .base import BOS, Batch, Task, Vocab, register_task
-from .common import check_range, column, draw_lengths, symbol_names
+from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
 
 
 @dataclass
@@ -66,9 +66,7 @@ class BigramBackcopy(Task):
         """(states, states + triggers) next-symbol probabilities of the ordinary symbols."""
         p = self.params
         generator = torch.Generator().manual_seed(p.table_seed)
-        gamma = torch._standard_gamma(torch.full((p.states, p.states), float(p.alpha), dtype=torch.float64),
-                                      generator=generator)
-        ordinary = (1 - p.trigger_p) * gamma / gamma.sum(-1, keepdim=True)
+        ordinary = dirichlet_rows((p.states, p.states), p.alpha, generator, total=1 - p.trigger_p)
         triggers = torch.full((p.states, p.triggers), p.trigger_p / p.triggers, dtype=torch.float64)
         return torch.cat([ordinary, triggers], 1)
 

@@ -67,3 +67,12 @@ def sorted_random_positions(m: int, length: int, count: int, generator: torch.Ge
     """(m, count) distinct positions in 0..length-1 per row, increasing."""
     keys = torch.rand(m, length, generator=generator)
     return keys.argsort(dim=1)[:, :count].sort(dim=1).values
+
+
+def dirichlet_rows(shape: tuple[int, ...], concentration: float, generator: torch.Generator,
+                   total: float = 1.0) -> Tensor:
+    """Rows drawn from a symmetric Dirichlet(concentration) over the last dimension and scaled to sum
+    to `total`, in float64: independent Gamma(concentration) draws normalized (what torch's Dirichlet
+    samples). `total` multiplies before the division, so the rows keep the arithmetic tasks shipped with."""
+    gamma = torch._standard_gamma(torch.full(shape, float(concentration), dtype=torch.float64), generator=generator)
+    return total * gamma / gamma.sum(-1, keepdim=True)

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..errors import check
 from .base import BOS, Batch, Task, Vocab, concat_padded, register_task, split_by_length
-from .common import check_range, column, draw_lengths, symbol_names
+from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
 
 MAX_CONTEXTS = 4096
 
@@ -69,9 +69,7 @@ class MarkovICL(Task):
         seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
         # A generator of its own, seeded from the task's: the same draws as seeding torch's global
         # generator (what this did before), without touching it from the trainer's data thread.
-        gamma = torch._standard_gamma(torch.full((m, contexts, S), float(self.params.beta), dtype=torch.float64),
-                                      generator=torch.Generator().manual_seed(seed))
-        return gamma / gamma.sum(-1, keepdim=True)
+        return dirichlet_rows((m, contexts, S), self.params.beta, torch.Generator().manual_seed(seed))
 
     def _fixed_length(self, L: int, m: int, generator) -> Batch:
         S, k = self.params.states, self.params.order
