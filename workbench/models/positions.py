@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from ..errors import ConfigError
 from ..registry import Registry
 from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
+from .embedding import Embedding
 
 POSITIONS: Registry[type["PositionalEncoding"]] = Registry("positional encoding", "model.pos")
 
@@ -67,7 +68,7 @@ class TableEncoding(PositionalEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        self.table = nn.Embedding(config.max_positions, config.d_model)
+        self.table = Embedding(config.max_positions, config.d_model)
         nn.init.normal_(self.table.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:
@@ -97,7 +98,7 @@ class Coupling(TableEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        self.levels = nn.Embedding(MAX_LEVELS, config.d_model)
+        self.levels = Embedding(MAX_LEVELS, config.d_model)
         nn.init.normal_(self.levels.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ..coupled_ids import MAX_LEVELS
+from .embedding import Embedding
 from .positions import POSITIONS, PositionalEncoding, split_levels
 
 
@@ -51,7 +52,7 @@ class T5Bias(PositionalEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        self.tables = nn.ModuleList(nn.Embedding(self.N_BUCKETS, self.n_heads) for _ in range(n_layers))
+        self.tables = nn.ModuleList(Embedding(self.N_BUCKETS, self.n_heads) for _ in range(n_layers))
 
     def bias(self, layer, positions):
         buckets = t5_buckets(_distance(positions), self.N_BUCKETS, self.MAX_DISTANCE)
@@ -124,10 +125,10 @@ class CouplingRelative(PositionalEncoding):
 
     def __init__(self, config, n_layers):
         super().__init__(config, n_layers)
-        self.tables = nn.ModuleList(nn.Embedding(2 * self.CLIP + 1, self.n_heads) for _ in range(n_layers))
+        self.tables = nn.ModuleList(Embedding(2 * self.CLIP + 1, self.n_heads) for _ in range(n_layers))
         raw_slope = math.log(math.expm1(self.SLOPE_AT_INIT))  # softplus(raw_slope) = SLOPE_AT_INIT
         self.slopes = nn.Parameter(torch.full((n_layers, self.n_heads), raw_slope))
-        self.levels = nn.Embedding(MAX_LEVELS, config.d_model)
+        self.levels = Embedding(MAX_LEVELS, config.d_model)
 
     def embed(self, positions: Tensor) -> Tensor | None:
         _, level = split_levels(positions)

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .embedding import Embedding
 from .hooks import HookedModule, HookPoint
 from .linear import effective_weight, make_linear
 from .mixers import MIXERS, MixerContext
@@ -110,7 +111,7 @@ class SequenceModel(HookedModule):
         self.config = config
         self.input_dim, self.output = input_dim, output
         mixers = config.layer_mixers()
-        self.embed = nn.Embedding(vocab_size, config.d_model)
+        self.embed = Embedding(vocab_size, config.d_model)
         self.read_in = nn.Linear(input_dim, config.d_model) if input_dim else None
         self.encoding = POSITIONS.get(config.pos)(config, len(mixers))
         # a looped model holds one block and applies it `loops` times; `loops` may change after training
