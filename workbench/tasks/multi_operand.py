@@ -48,17 +48,18 @@ def sum_width(n: int, k: int) -> int:
 
 
 def running_sums(operands: torch.Tensor, width: int) -> torch.Tensor:
-    """(m, k, n) digits least significant first -> (m, k, width) running sums, same order."""
+    """(m, k, n) digits least significant first -> (m, k, width) running sums, same order.
+
+    Every running sum at once: the digit columns summed over the operands so far (cumsum over k),
+    then one carry pass over the width for all k sums together. The digits of a sum are unique, so
+    this writes what adding the operands one by one writes, with width steps instead of k x width."""
     m, k, n = operands.shape
-    padded = torch.nn.functional.pad(operands, (0, width - n))
-    sums = torch.zeros(m, k, width, dtype=torch.long)
-    total = torch.zeros(m, width, dtype=torch.long)
-    for i in range(k):
-        carry = torch.zeros(m, dtype=torch.long)
-        for j in range(width):
-            column_sum = total[:, j] + padded[:, i, j] + carry
-            total[:, j], carry = column_sum % 10, column_sum // 10
-        sums[:, i] = total
+    columns = torch.nn.functional.pad(operands, (0, width - n)).cumsum(1)  # (m, k, width), no carries yet
+    sums = torch.empty_like(columns)
+    carry = torch.zeros(m, k, dtype=torch.long)
+    for j in range(width):
+        column_sum = columns[:, :, j] + carry
+        sums[:, :, j], carry = column_sum % 10, column_sum // 10
     return sums
 
 
@@ -129,17 +130,18 @@ class MultiOperandAddition(Task):
         if self.params.levels == 1:  # drawn all the same, so both ablation arms see the same digits
             level = torch.zeros_like(level)
 
-        prompt, prompt_pos = [column(m, v[BOS])], [torch.zeros(m, 1, dtype=torch.long)]
-        for i in range(k):
-            operator = "=" if i == k - 1 else "+"
-            prompt += [operands[:, i].flip(1) + zero, column(m, v[operator])]
-            prompt_pos += [start + torch.arange(n, 0, -1) + level[:, i:i + 1], start + level[:, i:i + 1]]
-        answer, answer_pos = [], []
-        for i in range(k):
-            last = i == k - 1
-            answer += [sums[:, i] + zero, column(m, v[EOS] if last else v[">"])]
-            answer_pos += [start + torch.arange(1, W + 1) + level[:, i:i + 1],
-                           torch.zeros(m, 1, dtype=torch.long) if last else start + level[:, i:i + 1]]
+        # Each operand and each running sum as one (m, k, ...) block, flattened operand by operand:
+        # operand i's digits (most significant first) and its operator ('+', '=' after the last); then
+        # running sum i and its separator ('>', EOS after the last, which carries id 0).
+        base = start[:, :, None] + level[:, :, None]  # (m, k, 1): each operand's id at significance 0
+        operators, separators = torch.full((m, k, 1), v["+"]), torch.full((m, k, 1), v[">"])
+        operators[:, -1], separators[:, -1] = v["="], v[EOS]
+        separator_pos = base.clone()
+        separator_pos[:, -1] = 0
+        prompt = torch.cat([column(m, v[BOS]), torch.cat([operands.flip(2) + zero, operators], 2).reshape(m, -1)], 1)
+        prompt_pos = torch.cat([torch.zeros(m, 1, dtype=torch.long),
+                                torch.cat([base + torch.arange(n, 0, -1), base], 2).reshape(m, -1)], 1)
+        answer = torch.cat([sums + zero, separators], 2).reshape(m, -1)
+        answer_pos = torch.cat([base + torch.arange(1, W + 1), separator_pos], 2).reshape(m, -1)
         meta = {"length": torch.full((m,), n), "operands": torch.full((m,), k)}
-        return assemble(torch.cat(prompt, 1), torch.cat(answer, 1), torch.cat(prompt_pos, 1),
-                        torch.cat(answer_pos, 1), meta)
+        return assemble(prompt, answer, prompt_pos, answer_pos, meta)
