@@ -21,6 +21,7 @@ comes to what the hardware does on the easiest possible workload.
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -36,6 +37,15 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
 DEFAULT_THREADS = 1  # one thread per process: steadier on a CPU that other jobs share
+
+
+def timing_parser(doc: str, rounds: int, count: str, count_default: int, count_help: str) -> argparse.ArgumentParser:
+    """The options every paired timing takes: --threads, --rounds, and how much work one timing does."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument(f"--{count}", type=int, default=count_default, help=count_help)
+    return parser
 
 
 def set_threads(threads: int) -> int:

@@ -11,12 +11,10 @@ time alone: the encodings that look up a (B, T, T) grid of per-sample id differe
 """
 from __future__ import annotations
 
-import argparse
-
 import torch
 import torch.nn.functional as F
 
-from common import DEFAULT_THREADS, interleaved_samples, medians, paired_speedup, set_threads, table
+from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser
 
 ENCODINGS = ("learned", "coupling", "coupling_relative", "t5_bias")
 OURS, TORCH = "index_add_ backward", "torch backward"
@@ -65,10 +63,7 @@ def with_torch_backward(run):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=10, help="training steps per timing")
+    parser = timing_parser(__doc__, 5, "steps", 10, "training steps per timing")
     args = parser.parse_args()
     threads = set_threads(args.threads)
     print(f"## Embedding backward in training\n\nlengthgen-addition's model and batch (1 layer, d_model 64, batch "

@@ -12,13 +12,11 @@ re-running every shipped experiment).
 """
 from __future__ import annotations
 
-import argparse
-
 import torch
 import torch.nn.functional as F
 
-from common import (DEFAULT_THREADS, interleaved_samples, medians, paired_speedup, seconds_per_call, set_threads,
-                    table)
+from common import (interleaved_samples, medians, paired_speedup, seconds_per_call, set_threads,
+                    table, timing_parser)
 from throughput import SHAPES, Shape
 
 
@@ -45,10 +43,7 @@ def contestants(tokens: int, fan_in: int, fan_out: int, calls: int) -> tuple[dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=20, help="multiplies per timing")
+    parser = timing_parser(__doc__, 5, "calls", 20, "multiplies per timing")
     args = parser.parse_args()
     threads = set_threads(args.threads)
     print(f"## GEMM back ends\n\nOne block's linear layers of each benchmark shape (forward, no grad), {threads} "

@@ -13,12 +13,10 @@ machine, whose speed drifts in phases of several seconds.
 """
 from __future__ import annotations
 
-import argparse
-
 import torch
 
-from common import (DEFAULT_THREADS, TL_MISSING, alternating, beside, interleaved_samples, medians, paired_speedup,
-                    seconds_per_call, set_threads, table, target_lines, transformer_lens)
+from common import (TL_MISSING, alternating, beside, interleaved_samples, medians, paired_speedup,
+                    seconds_per_call, set_threads, table, target_lines, timing_parser, transformer_lens)
 from throughput import SHAPES, Shape, random_batch, transformer_lens_model
 
 WANTED = ("hook_pattern", "hook_post")
@@ -64,10 +62,7 @@ def contestants(shape: Shape, calls: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=10, help="forwards per timing")
+    parser = timing_parser(__doc__, 5, "calls", 10, "forwards per timing")
     parser.add_argument("--shapes", default="a,b")
     args = parser.parse_args()
     threads = set_threads(args.threads)
