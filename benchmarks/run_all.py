@@ -23,7 +23,7 @@ BENCHMARKS = [
     ("hooked_forward.py", [], ["--rounds", "2", "--calls", "3"], 120),
     ("patching_sweep.py", [], ["--rounds", "1"], 120),
     ("gemm_backends.py", [], ["--rounds", "1", "--calls", "3"], 120),
-    ("embedding_backward.py", [], ["--rounds", "1", "--steps", "3"], 180),
+    ("relative_training.py", [], ["--rounds", "1", "--steps", "3"], 300),
     ("probe_overhead.py", [], ["--steps", "100", "--repeats", "1"], 240),
     ("live_view_cost.py", [], ["--steps", "100", "--rounds", "1"], 420),
     ("entropy_memory.py", ["--lengths", "1024,4096,8192"], ["--lengths", "1024,2048"], 180),

@@ -1,7 +1,8 @@
 """Causal multi-head softmax attention, with the options the probes need.
 
 Fast path: scaled_dot_product_attention; in CPU training, with no position bias or rotation, the
-same kernels inside one autograd function (attention_fused.py), which copies less. While
+same kernels inside one autograd function (attention_fused.py), which copies less; in training with
+a learned logit bias, torch's math path without its fully-masked-row guard (attention_biased.py). While
 `hook_pattern` or `hook_scores` listens (or for a clipped softmax) the T x T pattern is computed
 explicitly and handed to the hooks. While only `hook_entropy` listens, the layer runs through the
 kernel dispatcher (workbench.kernels), which returns the output and every query's entropy without
@@ -18,6 +19,7 @@ from torch import Tensor
 from ..hooks import HookPoint
 from ..linear import effective_weight, make_linear
 from ..positions import PositionalEncoding
+from .attention_biased import biased_attention, needs_bias_gradient
 from .attention_fused import causal_attention
 from .base import Mixer, MixerContext, register_mixer
 from .common import future_bias, future_mask
@@ -103,7 +105,10 @@ class Attention(Mixer):
                 mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
                 mask = bias.masked_fill(future_mask(T, x.device), float("-inf")).to(q.dtype)
-                mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                if needs_bias_gradient(mask):  # a learned bias in training: the same numbers, faster
+                    mixed = biased_attention(q, k, v, mask)
+                else:
+                    mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
         return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, D), self.n_heads))

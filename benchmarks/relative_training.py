@@ -1,0 +1,94 @@
+"""Training steps of the length recipes' models with the workbench's two same-numbers shortcuts against
+torch's own paths, per positional encoding.
+
+The shortcuts give the same gradients bit for bit (tests/test_embedding.py, tests/test_attention_biased.py),
+so this is time alone:
+- embedding lookups backward through index_add_ (workbench/models/embedding.py), not torch's
+  embedding_dense_backward, which is slow for the (B, T, T) grid of per-sample id differences that
+  coupling_relative looks up;
+- attention with a learned logit bias skips the fully-masked-row guard of scaled_dot_product_attention's
+  math path (workbench/models/mixers/attention_biased.py): coupling_relative, t5_bias, FIRE.
+
+Models: lengthgen-addition's (1 layer, d_model 64, 4 heads, batch 128, 1-10 digits) and
+multi-level-coupling's (2 layers, 2-5 operands of 1-5 digits). The two sides alternate within each
+round (common.interleaved_samples).
+
+    .venv/bin/python benchmarks/relative_training.py [--threads 1] [--rounds 5] [--steps 10]
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser
+
+ADDITION = ["task.name=addition", "task.max_digits=10", "model.n_layers=1"]
+MULTI_OPERAND = ["task.name=multi_operand_addition", "task.max_digits=5", "task.max_operands=5", "model.n_layers=2"]
+CASES = [("addition", ADDITION, pos) for pos in ("learned", "coupling", "coupling_relative", "t5_bias", "fire")] + [
+    ("multi-operand", MULTI_OPERAND, pos) for pos in ("coupling", "coupling_relative")]
+OURS, TORCH = "workbench", "torch's own paths"
+
+
+def trainer(overrides: list[str], steps: int):
+    """A function that trains `steps` steps (AdamW) and returns seconds per step."""
+    from workbench.config import RunConfig
+    from workbench.models import model_for_task
+    from workbench.tasks import task_for
+
+    config = RunConfig.load(None, overrides + ["model.d_model=64", "model.n_heads=4"])
+    task = task_for(config.task)
+    model = model_for_task(config.model, task, seed=0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(0)
+    batches = [task.sample(128, generator) for _ in range(steps)]
+
+    def run() -> float:
+        start = time.perf_counter()
+        for batch in batches:
+            logits = model(*batch.inputs())
+            loss = F.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return (time.perf_counter() - start) / steps
+    return run
+
+
+def with_torch_paths(run):
+    """`run` with both shortcuts off: lookups through F.embedding, biased attention through
+    scaled_dot_product_attention."""
+    from workbench.models import embedding
+    from workbench.models.mixers import attention
+
+    def patched() -> float:
+        lookup, needs = embedding.lookup, attention.needs_bias_gradient
+        embedding.lookup = lambda weight, indices: F.embedding(indices, weight)
+        attention.needs_bias_gradient = lambda mask: False
+        try:
+            return run()
+        finally:
+            embedding.lookup, attention.needs_bias_gradient = lookup, needs
+    return patched
+
+
+def main() -> None:
+    parser = timing_parser(__doc__, 5, "steps", 10, "training steps per timing")
+    args = parser.parse_args()
+    threads = set_threads(args.threads)
+    print(f"## Relative encodings in training\n\nd_model 64, 4 heads, batch 128, {threads} thread(s), median of "
+          f"{args.rounds} interleaved rounds of {args.steps} steps (AdamW); speed-up: median of the per-round ratios "
+          "(range over rounds).\n")
+    rows = []
+    for task, overrides, pos in CASES:
+        run = trainer(overrides + [f"model.pos={pos}"], args.steps)
+        samples = interleaved_samples({OURS: run, TORCH: with_torch_paths(run)}, args.rounds)
+        seconds = medians(samples)
+        rows.append([task, pos, f"{seconds[OURS] * 1e3:.1f}", f"{seconds[TORCH] * 1e3:.1f}",
+                     paired_speedup(samples, OURS, TORCH)])
+    print(table(["task", "encoding", f"ms / step, {OURS}", f"ms / step, {TORCH}", "speed-up"], rows), flush=True)
+
+
+if __name__ == "__main__":
+    main()
