@@ -9,6 +9,8 @@ import torch.nn.functional as F
 
 from workbench.models.mixers.attention_biased import biased_attention, needs_bias_gradient
 
+from step_gradients import assert_same_gradients, step_gradients
+
 SHAPES = [(128, 4, 65, 16), (128, 4, 34, 16), (64, 4, 64, 32), (8, 2, 10, 8), (3, 1, 1, 4)]
 
 
@@ -45,25 +47,9 @@ def test_only_a_mask_that_needs_a_gradient_takes_it():
 
 @pytest.mark.parametrize("pos", ["coupling_relative", "t5_bias", "fire"])
 def test_a_training_step_matches_scaled_dot_product_attention(pos, monkeypatch):
-    from workbench.config import RunConfig
-    from workbench.models import model_for_task
     from workbench.models.mixers import attention as attention_module
-    from workbench.tasks import task_for
 
-    config = RunConfig.load(None, ["task.name=addition", "task.max_digits=5", "model.n_layers=2", "model.d_model=32",
-                                   f"model.pos={pos}"])
-    task = task_for(config.task)
-    batch = task.sample(32, torch.Generator().manual_seed(1))
-
-    def gradients() -> dict:
-        model = model_for_task(config.model, task, seed=0)
-        logits = model(*batch.inputs())
-        F.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask]).backward()
-        return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
-
-    ours = gradients()
+    overrides = ["task.name=addition", "task.max_digits=5", "model.n_layers=2", "model.d_model=32", f"model.pos={pos}"]
+    ours = step_gradients(overrides)
     monkeypatch.setattr(attention_module, "needs_bias_gradient", lambda mask: False)  # torch's own path
-    theirs = gradients()
-    assert ours.keys() == theirs.keys()
-    for name in ours:
-        assert torch.equal(ours[name], theirs[name]), name
+    assert_same_gradients(ours, step_gradients(overrides))

@@ -10,6 +10,8 @@ from torch import nn
 
 from workbench.models.embedding import Embedding, lookup
 
+from step_gradients import assert_same_gradients, step_gradients
+
 # (table rows, width, index shape): token tables, learned positions, and the (B, T, T) id-difference
 # grids of the relative encodings, where torch's backward is slowest
 SHAPES = [(15, 64, (128, 34)), (9, 4, (128, 34, 34)), (1024, 64, (16, 200)), (40, 128, (64, 64)),
@@ -67,25 +69,11 @@ def test_a_module_is_an_nn_embedding_with_the_same_state():
 
 def test_a_whole_training_step_matches_nn_embedding(monkeypatch):
     """coupling_relative (per-sample (B, T, T) lookups) on addition: every parameter's gradient equal."""
-    from workbench.config import RunConfig
-    from workbench.models import model_for_task
     from workbench.models import embedding as embedding_module
-    from workbench.tasks import task_for
 
-    config = RunConfig.load(None, ["task.name=addition", "task.max_digits=5", "model.n_layers=1", "model.d_model=32",
-                                   "model.pos=coupling_relative"])
-    task = task_for(config.task)
-    batch = task.sample(32, torch.Generator().manual_seed(1))
-
-    def gradients() -> dict:
-        model = model_for_task(config.model, task, seed=0)
-        logits = model(*batch.inputs())
-        F.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask]).backward()
-        return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
-
-    ours = gradients()
+    overrides = ["task.name=addition", "task.max_digits=5", "model.n_layers=1", "model.d_model=32",
+                 "model.pos=coupling_relative"]
+    ours = step_gradients(overrides)
     monkeypatch.setattr(embedding_module, "lookup", lambda weight, indices: F.embedding(indices, weight))
-    theirs = gradients()
-    assert ours.keys() == theirs.keys() and any("tables" in name for name in ours)
-    for name in ours:
-        assert torch.equal(ours[name], theirs[name]), name
+    assert any("tables" in name for name in ours)
+    assert_same_gradients(ours, step_gradients(overrides))
