@@ -32,7 +32,8 @@ OURS, TORCH = "workbench", "torch's own paths"
 
 
 def trainer(overrides: list[str], steps: int):
-    """A function that trains `steps` steps (AdamW) and returns seconds per step."""
+    """A function that trains `steps` steps (AdamW, the trainer's own loss) and returns seconds per step."""
+    from workbench.batch_stream import prepare, training_loss
     from workbench.config import RunConfig
     from workbench.models import model_for_task
     from workbench.tasks import task_for
@@ -42,13 +43,12 @@ def trainer(overrides: list[str], steps: int):
     model = model_for_task(config.model, task, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
-    batches = [task.sample(128, generator) for _ in range(steps)]
+    batches = [prepare(task.sample(128, generator)) for _ in range(steps)]  # drawn off the clock, as in training
 
     def run() -> float:
         start = time.perf_counter()
         for batch in batches:
-            logits = model(*batch.inputs())
-            loss = F.cross_entropy(logits[batch.loss_mask], batch.targets[batch.loss_mask])
+            loss = training_loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

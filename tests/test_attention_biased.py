@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.models.mixers.attention_biased import biased_attention, needs_bias_gradient
+from workbench.models.mixers.common import future_mask
 
 from step_gradients import assert_same_gradients, step_gradients
 
@@ -16,8 +17,7 @@ SHAPES = [(128, 4, 65, 16), (128, 4, 34, 16), (64, 4, 64, 32), (8, 2, 10, 8), (3
 
 def forward_and_gradients(attention, q, k, v, bias, grad):
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
-    future = torch.triu(torch.ones(q.shape[2], q.shape[2], dtype=torch.bool), 1)
-    mask = leaves[3].masked_fill(future, float("-inf"))
+    mask = leaves[3].masked_fill(future_mask(q.shape[2], q.device), float("-inf"))
     out = attention(*leaves[:3], mask)
     out.backward(grad)
     return [out] + [leaf.grad for leaf in leaves]
