@@ -101,6 +101,32 @@ def alternating(name: str, contestant: Callable[[], object], reference: Callable
     return {name: spent[0] / calls, beside(name, reference_name): spent[1] / calls}
 
 
+def trainer(overrides: list[str], steps: int, batch_size: int) -> Callable[[], float]:
+    """A function that trains the config's model `steps` steps (AdamW, the trainer's own loss) on batches
+    drawn once, off the clock as in training, and returns seconds per step."""
+    from workbench.batch_stream import prepare, training_loss
+    from workbench.config import RunConfig
+    from workbench.models import model_for_task
+    from workbench.tasks import task_for
+
+    config = RunConfig.load(None, overrides)
+    task = task_for(config.task)
+    model = model_for_task(config.model, task, seed=0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(0)
+    batches = [prepare(task.sample(batch_size, generator)) for _ in range(steps)]
+
+    def run() -> float:
+        start = time.perf_counter()
+        for batch in batches:
+            loss = training_loss(model, batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return (time.perf_counter() - start) / steps
+    return run
+
+
 def medians(samples: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 

@@ -17,43 +17,17 @@ round (common.interleaved_samples).
 """
 from __future__ import annotations
 
-import time
-
-import torch
 import torch.nn.functional as F
 
-from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser
+from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser, trainer
 
-ADDITION = ["task.name=addition", "task.max_digits=10", "model.n_layers=1"]
-MULTI_OPERAND = ["task.name=multi_operand_addition", "task.max_digits=5", "task.max_operands=5", "model.n_layers=2"]
+WIDTH = ["model.d_model=64", "model.n_heads=4"]
+ADDITION = ["task.name=addition", "task.max_digits=10", "model.n_layers=1", *WIDTH]
+MULTI_OPERAND = ["task.name=multi_operand_addition", "task.max_digits=5", "task.max_operands=5", "model.n_layers=2",
+                 *WIDTH]
 CASES = [("addition", ADDITION, pos) for pos in ("learned", "coupling", "coupling_relative", "t5_bias", "fire")] + [
     ("multi-operand", MULTI_OPERAND, pos) for pos in ("coupling", "coupling_relative")]
 OURS, TORCH = "workbench", "torch's own paths"
-
-
-def trainer(overrides: list[str], steps: int):
-    """A function that trains `steps` steps (AdamW, the trainer's own loss) and returns seconds per step."""
-    from workbench.batch_stream import prepare, training_loss
-    from workbench.config import RunConfig
-    from workbench.models import model_for_task
-    from workbench.tasks import task_for
-
-    config = RunConfig.load(None, overrides + ["model.d_model=64", "model.n_heads=4"])
-    task = task_for(config.task)
-    model = model_for_task(config.model, task, seed=0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    generator = torch.Generator().manual_seed(0)
-    batches = [prepare(task.sample(128, generator)) for _ in range(steps)]  # drawn off the clock, as in training
-
-    def run() -> float:
-        start = time.perf_counter()
-        for batch in batches:
-            loss = training_loss(model, batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        return (time.perf_counter() - start) / steps
-    return run
 
 
 def with_torch_paths(run):
@@ -82,7 +56,7 @@ def main() -> None:
           "(range over rounds).\n")
     rows = []
     for task, overrides, pos in CASES:
-        run = trainer(overrides + [f"model.pos={pos}"], args.steps)
+        run = trainer(overrides + [f"model.pos={pos}"], args.steps, batch_size=128)
         samples = interleaved_samples({OURS: run, TORCH: with_torch_paths(run)}, args.rounds)
         seconds = medians(samples)
         rows.append([task, pos, f"{seconds[OURS] * 1e3:.1f}", f"{seconds[TORCH] * 1e3:.1f}",

@@ -82,6 +82,19 @@ def test_multi_head_follows_the_definition_and_its_map_reproduces_it():
     torch.testing.assert_close(by_map, expected, rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("length", [T, 300])  # 300: beyond FFT_ABOVE, where the layer keeps the state form
+def test_multi_head_attention_form_equals_its_state_form(length):
+    # training runs the attention form (y = M v, e times cheaper); a listened hook_state runs the states
+    model = h3_model("model.head_dim=4", layers=1).double()
+    mixer = model.blocks[0].mixer
+    x = torch.randn(2, length, 16, dtype=torch.float64)
+    with torch.no_grad():
+        plain = mixer(x, None)
+        with model.hooks({"blocks.0.mixer.hook_state": lambda value, point: None}):
+            through_states = mixer(x, None)
+    torch.testing.assert_close(plain, through_states, rtol=1e-9, atol=1e-10)
+
+
 def test_multi_head_is_causal_and_differs_from_the_default():
     model, default = h3_model("model.head_dim=4"), h3_model()
     clean = tokens()

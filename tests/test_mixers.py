@@ -283,6 +283,14 @@ def test_based_features_are_the_taylor_expansion_of_exp():
     torch.testing.assert_close((phi(q) * phi(k)).sum(-1), 1 + dot + dot**2 / 2)
 
 
+@pytest.mark.parametrize("feature_map", ["elu1", "identity", "based"])
+def test_the_parallel_kernel_is_the_feature_maps_dot_product(feature_map):
+    # based computes it in closed form (1 + s + s^2 / 2) without building the 273 features per head
+    q, k = torch.randn(2, 3, 9, 16, dtype=torch.float64), torch.randn(2, 3, 9, 16, dtype=torch.float64)
+    phi = lambda x: linear_attention_module.feature_map(x, feature_map)  # noqa: E731
+    torch.testing.assert_close(linear_attention_module.kernel(q, k, feature_map), phi(q) @ phi(k).transpose(-1, -2))
+
+
 # --- recurrent nets -------------------------------------------------------------------------
 @pytest.mark.parametrize("mixer_name", ["lstm", "gru"])
 def test_rnn_saliency_is_the_input_gradient(mixer_name):
