@@ -25,13 +25,24 @@ def open_page(page, name: str) -> None:
     page.get_by_role("heading", name="Training dynamics" if name == "Dynamics" else name).first.wait_for(timeout=WAIT_MS)
 
 
+def fill_and_submit(page, fields: dict, button: str) -> None:
+    """Fill in a form's fields ({locator: value}) and click its button, leaving the last field first.
+    While a field of a form has focus, Streamlit shows "Press Enter to submit form"; leaving the field
+    redraws the form and moves the button (~70 px down on the Length page), so a click made with the
+    field still focused can land where the button was (streamlit#8725): the blur on mousedown moves it
+    before mouseup, and no click fires."""
+    for field, value in fields.items():
+        field.fill(value)
+        expect(field).to_have_value(value)
+    field.blur()
+    page.get_by_role("button", name=button).click()  # Playwright waits for the moved button to settle
+
+
 def train_from_the_form(page, form: dict[str, str]) -> None:
     """Open the Train page, fill in the form (the Probes section unfolded) and start training."""
     open_page(page, "Train")
     page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
-    for label, value in form.items():
-        page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Train").click()
+    fill_and_submit(page, {page.get_by_label(label, exact=True): value for label, value in form.items()}, "Train")
     page.get_by_text("Training now").wait_for(timeout=WAIT_MS)
 
 
@@ -95,10 +106,7 @@ def test_train_watch_attention_and_download_a_pdf(streamlit_server, browser_page
     page.locator(PLOT).first.wait_for(timeout=WAIT_MS)
     wait_until_idle(page)  # a click that lands while the page still draws can be lost in its rerun
     page.locator("[data-testid='stExpander'] summary", has_text="Evaluate a run").click()
-    lengths = page.get_by_role("textbox", name="test lengths (--lengths)")
-    lengths.fill("2,3,8")
-    expect(lengths).to_have_value("2,3,8")
-    page.get_by_role("button", name="Evaluate").click()
+    fill_and_submit(page, {page.get_by_role("textbox", name="test lengths (--lengths)"): "2,3,8"}, "Evaluate")
     wait_for_outcome(page, f"Stored with run {run_ids[0]}", artifacts_dir / "dashboard-8-length-failed.png")
     page.get_by_role("heading", name="Attention entropy by test length").wait_for(timeout=WAIT_MS)
     # the entropy figure, by its axis title (a count of plots can include one Streamlit has not yet removed)
@@ -161,9 +169,8 @@ def test_a_run_trained_on_the_train_page_is_selected_on_every_page(streamlit_ser
     expect(page.get_by_role("textbox", name="eval_lengths")).to_have_value("5,10,15", timeout=WAIT_MS)  # filled in
     wait_until_idle(page)
     page.locator("[data-testid='stExpander'] summary", has_text="Probes").click()  # folded by default
-    for label, value in {**TINY_FORM, "steps": "10"}.items():  # the preset's model, on a tiny budget
-        page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Train").click()
+    fill_and_submit(page, {page.get_by_label(label, exact=True): value  # the preset's model, on a tiny budget
+                           for label, value in {**TINY_FORM, "steps": "10"}.items()}, "Train")
     page.get_by_text(": completed").wait_for(timeout=TRAINING_WAIT_MS)
     run_id = trained_run_id(data_dir)
     assert page.get_by_text("loss nan").count() == 0
