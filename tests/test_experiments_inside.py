@@ -102,12 +102,14 @@ def test_lazy_neurons_reports_every_layer_beside_their_mean(data_dir):
         assert neuron_activity_steps(open_run(run_id)) == [0, 8, 16]
 
 
+LAZY_TEST_STEPS = 4000  # a fifth of the recipe's 20,000: every shipped seed's width order holds from step 1,600
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a slower machine than ours may need three times as long: still well inside CI
 def test_lazy_neurons_density_falls_and_is_lower_for_wider_mlps(data_dir):
-    """The recipe's first seed at its full budget (20,000 steps: about 5 min on 2 cores; all three seeds
-    are the shipped result): every run sparsifies and each wider MLP ends sparser."""
-    result = run_experiment("lazy-neurons", progress=False, budget=Budget(seeds=(0,)))
+    """The recipe's first seed on a fifth of its budget (about 1 min; the full budget's three seeds are the
+    shipped result): every run sparsifies and each wider MLP ends sparser."""
+    result = run_experiment("lazy-neurons", progress=False, budget=Budget(steps=LAZY_TEST_STEPS, seeds=(0,)))
     assert len(result.summary["runs"]) == 4 and result.summary["seeds"] == [0]
     for claim in ("sparsifies", "wider-sparser"):
         assert result.outcomes[claim].passed == {"0": True}, result.outcomes[claim].per_seed
