@@ -127,6 +127,13 @@ def trainer(overrides: list[str], steps: int, batch_size: int) -> Callable[[], f
     return run
 
 
+def paired_timing_row(ours: Callable[[], float], theirs: Callable[[], float], rounds: int) -> list[str]:
+    """[ms per unit, ours; ms per unit, theirs; speed-up with its range], the two interleaved in each round."""
+    samples = interleaved_samples({"ours": ours, "theirs": theirs}, rounds)
+    seconds = medians(samples)
+    return [f"{seconds['ours'] * 1e3:.1f}", f"{seconds['theirs'] * 1e3:.1f}", paired_speedup(samples, "ours", "theirs")]
+
+
 def medians(samples: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 

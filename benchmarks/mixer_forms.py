@@ -17,7 +17,7 @@ forms alternate within each round (common.interleaved_samples).
 """
 from __future__ import annotations
 
-from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser, trainer
+from common import paired_timing_row, set_threads, table, timing_parser, trainer
 
 NOW, BEFORE = "form trained in", "form before"
 WIDTHS = (32, 64, 128)
@@ -60,10 +60,7 @@ def main() -> None:
     for mixer in ("linear_attention", "h3"):
         for width in WIDTHS:
             run = trainer(mqar_overrides(mixer, width), args.steps, batch_size=64)
-            samples = interleaved_samples({NOW: run, BEFORE: with_form_before(mixer, run)}, args.rounds)
-            seconds = medians(samples)
-            rows.append([mixer, width, f"{seconds[NOW] * 1e3:.1f}", f"{seconds[BEFORE] * 1e3:.1f}",
-                         paired_speedup(samples, NOW, BEFORE)])
+            rows.append([mixer, width, *paired_timing_row(run, with_form_before(mixer, run), args.rounds)])
     print(table(["mixer", "width", f"ms / step, {NOW}", f"ms / step, {BEFORE}", "speed-up"], rows), flush=True)
 
 

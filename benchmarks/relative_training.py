@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from common import interleaved_samples, medians, paired_speedup, set_threads, table, timing_parser, trainer
+from common import paired_timing_row, set_threads, table, timing_parser, trainer
 
 WIDTH = ["model.d_model=64", "model.n_heads=4"]
 ADDITION = ["task.name=addition", "task.max_digits=10", "model.n_layers=1", *WIDTH]
@@ -57,10 +57,7 @@ def main() -> None:
     rows = []
     for task, overrides, pos in CASES:
         run = trainer(overrides + [f"model.pos={pos}"], args.steps, batch_size=128)
-        samples = interleaved_samples({OURS: run, TORCH: with_torch_paths(run)}, args.rounds)
-        seconds = medians(samples)
-        rows.append([task, pos, f"{seconds[OURS] * 1e3:.1f}", f"{seconds[TORCH] * 1e3:.1f}",
-                     paired_speedup(samples, OURS, TORCH)])
+        rows.append([task, pos, *paired_timing_row(run, with_torch_paths(run), args.rounds)])
     print(table(["task", "encoding", f"ms / step, {OURS}", f"ms / step, {TORCH}", "speed-up"], rows), flush=True)
 
 
