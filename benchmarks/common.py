@@ -127,6 +127,21 @@ def trainer(overrides: list[str], steps: int, batch_size: int) -> Callable[[], f
     return run
 
 
+def with_attributes(run: Callable[[], float], swaps: list[tuple[object, str, object]]) -> Callable[[], float]:
+    """`run` with each (owner, attribute name, value) set for the call and restored after it: how a benchmark
+    times the code path a shortcut replaced."""
+    def swapped() -> float:
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in swaps]
+        for owner, name, value in swaps:
+            setattr(owner, name, value)
+        try:
+            return run()
+        finally:
+            for owner, name, value in saved:
+                setattr(owner, name, value)
+    return swapped
+
+
 def paired_timing_row(ours: Callable[[], float], theirs: Callable[[], float], rounds: int) -> list[str]:
     """[ms per unit, ours; ms per unit, theirs; speed-up with its range], the two interleaved in each round."""
     samples = interleaved_samples({"ours": ours, "theirs": theirs}, rounds)

@@ -17,7 +17,7 @@ forms alternate within each round (common.interleaved_samples).
 """
 from __future__ import annotations
 
-from common import paired_timing_row, set_threads, table, timing_parser, trainer
+from common import paired_timing_row, set_threads, table, timing_parser, trainer, with_attributes
 
 NOW, BEFORE = "form trained in", "form before"
 WIDTHS = (32, 64, 128)
@@ -36,17 +36,9 @@ def with_form_before(mixer: str, run):
     def features_kernel(q, k, name):
         return linear_attention.feature_map(q, name) @ linear_attention.feature_map(k, name).transpose(-1, -2)
 
-    def patched() -> float:
-        kernel, fft_above = linear_attention.kernel, h3.FFT_ABOVE
-        if mixer == "linear_attention":
-            linear_attention.kernel = features_kernel
-        else:
-            h3.FFT_ABOVE = -1  # every length takes the state form
-        try:
-            return run()
-        finally:
-            linear_attention.kernel, h3.FFT_ABOVE = kernel, fft_above
-    return patched
+    if mixer == "linear_attention":
+        return with_attributes(run, [(linear_attention, "kernel", features_kernel)])
+    return with_attributes(run, [(h3, "FFT_ABOVE", -1)])  # every length takes the state form
 
 
 def main() -> None:

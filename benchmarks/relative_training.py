@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from common import paired_timing_row, set_threads, table, timing_parser, trainer
+from common import paired_timing_row, set_threads, table, timing_parser, trainer, with_attributes
 
 WIDTH = ["model.d_model=64", "model.n_heads=4"]
 ADDITION = ["task.name=addition", "task.max_digits=10", "model.n_layers=1", *WIDTH]
@@ -36,15 +36,8 @@ def with_torch_paths(run):
     from workbench.models import embedding
     from workbench.models.mixers import attention
 
-    def patched() -> float:
-        lookup, needs = embedding.lookup, attention.needs_bias_gradient
-        embedding.lookup = lambda weight, indices: F.embedding(indices, weight)
-        attention.needs_bias_gradient = lambda mask: False
-        try:
-            return run()
-        finally:
-            embedding.lookup, attention.needs_bias_gradient = lookup, needs
-    return patched
+    return with_attributes(run, [(embedding, "lookup", lambda weight, indices: F.embedding(indices, weight)),
+                                 (attention, "needs_bias_gradient", lambda mask: False)])
 
 
 def main() -> None:
