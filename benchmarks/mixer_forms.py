@@ -33,11 +33,8 @@ def with_form_before(mixer: str, run):
     """`run` with the layer's earlier form: Based's explicit features, H3's state form."""
     from workbench.models.mixers import h3, linear_attention
 
-    def features_kernel(q, k, name):
-        return linear_attention.feature_map(q, name) @ linear_attention.feature_map(k, name).transpose(-1, -2)
-
     if mixer == "linear_attention":
-        return with_attributes(run, [(linear_attention, "kernel", features_kernel)])
+        return with_attributes(run, [(linear_attention, "kernel", linear_attention.feature_kernel)])
     return with_attributes(run, [(h3, "FFT_ABOVE", -1)])  # every length takes the state form
 
 

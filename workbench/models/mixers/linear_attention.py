@@ -213,6 +213,11 @@ def kernel(q: Tensor, k: Tensor, name: str) -> Tensor:
     if name == "based":  # the Taylor features' dot product in closed form (feature_map's docstring)
         s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
         return 1.0 + s + 0.5 * s.square()
+    return feature_kernel(q, k, name)
+
+
+def feature_kernel(q: Tensor, k: Tensor, name: str) -> Tensor:
+    """The same pairs through the features themselves: phi(Q) phi(K)^T."""
     return feature_map(q, name) @ feature_map(k, name).transpose(-1, -2)
 
 
