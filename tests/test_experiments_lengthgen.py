@@ -161,24 +161,29 @@ def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):
 
 
 def test_multi_level_coupling_ablation_drops_only_the_operand_level(data_dir):
-    arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["multi-level-coupling"].variants(False)
-            if v.labels["seed"] == 0}
-    assert set(arms) == {f"{levels} {pos}" for levels in ("multi-level", "single-level")
-                         for pos in ("coupling", "coupling_relative")}
-    for pos in ("coupling", "coupling_relative"):
+    """One experiment per reading of the ids: the paper's learned table, and our relative bias."""
+    for name, pos in (("multi-level-coupling", "coupling"), ("multi-level-coupling-relative", "coupling_relative")):
+        arms = {v.labels["pos"]: v.config for v in EXPERIMENTS[name].variants(False) if v.labels["seed"] == 0}
+        assert set(arms) == {f"multi-level {pos}", f"single-level {pos}"}
         multi, single = arms[f"multi-level {pos}"], arms[f"single-level {pos}"]
         assert multi.model.pos == single.model.pos == pos
         assert multi.task.params["levels"] == 2 and single.task.params["levels"] == 1
         assert multi.replace(**{"task.levels": 1}).run_id == single.run_id, "only the levels differ"
-    # the paper's arm is the multi-operand recipe's coupling run, so the two experiments share it
+    # the paper's arms get more steps than the multi-operand recipe (there no single-level model fit)
     recipe = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multi-operand-addition"].variants(False)
               if v.labels["seed"] == 0}
-    assert arms["multi-level coupling"].run_id == recipe["coupling"].run_id
+    paper = next(v.config for v in EXPERIMENTS["multi-level-coupling"].variants(False)
+                 if v.labels == {"pos": "multi-level coupling", "seed": 0})
+    assert paper.train.steps > recipe["coupling"].train.steps
+    shorter = {"train.steps": recipe["coupling"].train.steps, "probes.every": recipe["coupling"].probes.every}
+    assert paper.replace(**shorter).run_id == recipe["coupling"].run_id, "only the budget differs"
 
 
-def test_multi_level_coupling_runs_end_to_end_in_fast_mode(data_dir):
-    result = run_experiment("multi-level-coupling", fast=True, progress=False)
-    assert set(result.table.pos) == {"multi-level coupling_relative", "single-level coupling_relative"}
+@pytest.mark.parametrize("name,pos", [("multi-level-coupling", "coupling"),
+                                      ("multi-level-coupling-relative", "coupling_relative")])
+def test_multi_level_coupling_runs_end_to_end_in_fast_mode(data_dir, name, pos):
+    result = run_experiment(name, fast=True, progress=False)
+    assert set(result.table.pos) == {f"multi-level {pos}", f"single-level {pos}"}
     assert set(result.table.length) == {3, 5, 7, 10}
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     assert result.summary["train_max"] == 5 and result.figure().data
