@@ -133,7 +133,8 @@ def test_sort_hint_and_addition_format_pair_each_recipe_with_its_baseline(data_d
     plain = [v.config for v in formats if v.labels["pos"].endswith("plain")]
     assert plain and not any(c.task.params["reverse_answer"] for c in plain)
     result = run_experiment("sort-hint", fast=True, progress=False)
-    assert set(result.table.pos) == {"nope", "nope + hint"} and set(result.table.length) == {5, 10, 20, 30, 40, 50}
+    assert set(result.table.pos) == {"nope", "nope + hint"} and set(result.table.length) == {10, 20, 30, 40, 60, 80, 100}
+    assert result.summary["train_max"] == 20, "the paper's training range"
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     assert result.figure().data
 
