@@ -170,45 +170,47 @@ _arithmetic("lengthgen-multiplication", "N x 2 multiplication with a scratchpad 
 # gather over every query-key pair), so each runs and re-runs on its own; as one they took 42 minutes.
 # The paper's arms train 5000 steps, not the multi-operand recipe's 3000: at 3000 no single-level
 # model fit 1-5 digits (85-90% at 5), so its baseline could not tell (notes/multi-level-coupling.md).
-def _levels(pos: str) -> dict[str, list[str]]:
-    return {f"{levels} {pos}": [f"model.pos={pos}"] + (["task.levels=1"] if levels == "single-level" else [])
-            for levels in ("multi-level", "single-level")}
-
-
 _LEVELS_TASK = ["task.name=multi_operand_addition", "task.max_digits=5", "task.max_operands=5"]
 _LEVELS_METHOD = "2-5 operands of 1-5 digits with a running-sum scratchpad"
-_LEVELS_PAPER_NUMBER = "~2-3x length generalization with multi-level coupling (the ablation's numbers are not quoted here)"
-_LEVELS_UNTESTED = [  # on the paper's experiment only
-    UntestedClaim("Multi-level coupling generalizes in operand count too (trained on up to 10 operands, tested on up "
-                  "to 30)", MULTI_LEVEL, "test sets with more operands than trained on"),
-    UntestedClaim("Tri-level coupling extends N x M multiplication to 2-3x both operand lengths", MULTI_LEVEL,
-                  "multiplication with the ablation (`lengthgen-multiplication` trains multi-level only)")]
-lengthgen(
-    "multi-level-coupling", "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) with "
-    "two-level coupled ids (significance and operand) or single-level ones (significance only), read by the paper's "
-    "learned table (`coupling`); 2-layer Transformers (d_model 64, 4 heads), 5000 steps, evaluated to 10 digits, "
-    "seeds 0-2. `multi-level-coupling-relative` is the same ablation under a relative reading of the ids.",
-    _LEVELS_TASK, train_max=5, lengths=[3, 5, 7, 10], encodings=_levels("coupling"), model=STRINGS, steps=5000,
-    fast_steps=60, headline_length=10,
-    claims=[
-        gains("multi-level coupling", "single-level coupling", 10, 0.3, "Multi-level position coupling (significance "
-              "and operand ids) lifts multi-operand addition's exact match at 2x the trained operand length by at "
-              "least 30 points over single-level coupling (significance ids only)", MULTI_LEVEL, _LEVELS_PAPER_NUMBER,
-              method=f"{_LEVELS_METHOD}, judged at 10 digits (2x); a 2-layer d_model 64 model", key="multi-beats-single")],
-    untested=_LEVELS_UNTESTED)
 
-lengthgen(
-    "multi-level-coupling-relative", "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) "
-    "with two-level or single-level coupled ids read as a relative bias (`coupling_relative`, our variant, not the "
-    "paper's table); 2-layer Transformers (d_model 64, 4 heads), 3000 steps, evaluated to 10 digits, seeds 0-2.",
-    _LEVELS_TASK, train_max=5, lengths=[3, 5, 7, 10], encodings=_levels("coupling_relative"), model=STRINGS,
-    steps=3000, fast_steps=60, headline_length=10,
-    claims=[
-        gains("multi-level coupling_relative", "single-level coupling_relative", 10, 0.3, "Multi-level coupled ids "
-              "read as a relative bias lift multi-operand addition's exact match at 2x the trained operand length by "
-              "at least 30 points over single-level ones", MULTI_LEVEL, _LEVELS_PAPER_NUMBER,
-              method=f"coupled ids as a relative bias (`coupling_relative`), not the paper's learned table; "
-                     f"{_LEVELS_METHOD}, judged at 10 digits", key="multi-beats-single-relative")])
+
+def _level_ablation(name: str, pos: str, steps: int, description: str, claim_text: str, method: str, key: str,
+                    untested=()):
+    """The multi-operand task with the level kept or dropped from `pos`'s coupled ids, judged at 10 digits."""
+    arms = {f"{levels} {pos}": [f"model.pos={pos}"] + (["task.levels=1"] if levels == "single-level" else [])
+            for levels in ("multi-level", "single-level")}
+    lengthgen(
+        name, description, _LEVELS_TASK, train_max=5, lengths=[3, 5, 7, 10], encodings=arms, model=STRINGS,
+        steps=steps, fast_steps=60, headline_length=10,
+        claims=[gains(f"multi-level {pos}", f"single-level {pos}", 10, 0.3, claim_text, MULTI_LEVEL,
+                      "~2-3x length generalization with multi-level coupling (the ablation's numbers are not quoted "
+                      "here)", method=method, key=key)],
+        untested=untested)
+
+
+_level_ablation(
+    "multi-level-coupling", "coupling", 5000,
+    "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) with two-level coupled ids "
+    "(significance and operand) or single-level ones (significance only), read by the paper's learned table "
+    "(`coupling`); 2-layer Transformers (d_model 64, 4 heads), 5000 steps, evaluated to 10 digits, seeds 0-2. "
+    "`multi-level-coupling-relative` is the same ablation under a relative reading of the ids.",
+    "Multi-level position coupling (significance and operand ids) lifts multi-operand addition's exact match at 2x "
+    "the trained operand length by at least 30 points over single-level coupling (significance ids only)",
+    f"{_LEVELS_METHOD}, judged at 10 digits (2x); a 2-layer d_model 64 model", "multi-beats-single",
+    untested=[UntestedClaim("Multi-level coupling generalizes in operand count too (trained on up to 10 operands, "
+                            "tested on up to 30)", MULTI_LEVEL, "test sets with more operands than trained on"),
+              UntestedClaim("Tri-level coupling extends N x M multiplication to 2-3x both operand lengths", MULTI_LEVEL,
+                            "multiplication with the ablation (`lengthgen-multiplication` trains multi-level only)")])
+
+_level_ablation(
+    "multi-level-coupling-relative", "coupling_relative", 3000,
+    "Multi-operand addition (2-5 operands of 1-5 digits, running-sum scratchpad) with two-level or single-level "
+    "coupled ids read as a relative bias (`coupling_relative`, our variant, not the paper's table); 2-layer "
+    "Transformers (d_model 64, 4 heads), 3000 steps, evaluated to 10 digits, seeds 0-2.",
+    "Multi-level coupled ids read as a relative bias lift multi-operand addition's exact match at 2x the trained "
+    "operand length by at least 30 points over single-level ones",
+    f"coupled ids as a relative bias (`coupling_relative`), not the paper's learned table; {_LEVELS_METHOD}, judged "
+    "at 10 digits", "multi-beats-single-relative")
 
 
 ROBUSTNESS = ("2402.09371",)  # Zhou et al. 2024, length generalization but not robustly
