@@ -10,7 +10,7 @@ from workbench.experiments.inside.lazy_neurons import _layers_not_falling
 from workbench.reports import neuron_activity_steps
 from workbench.store import open_run
 
-NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "outliers"]
+NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "memorization-capacity-fixed-d", "outliers"]
 
 
 def test_collapse_step_is_the_first_step_below_a_tenth_of_the_start():
@@ -59,6 +59,23 @@ def test_the_capacity_figure_plots_brackets_against_heads_and_parameters():
     fits = [trace.name for trace in figure.data if trace.name.startswith("fit")]
     assert fits == ["fit vs heads: slope 1.00", "fit vs parameters: slope 0.50"]
     assert figure.layout.xaxis.type == "log" and figure.layout.yaxis.type == "log"
+    assert figure.layout.xaxis.title.text == "heads (head dimension 8)"
+    fixed_d = [{**shape, "d_model": 8} for shape in shapes]
+    figure = ExperimentResult("memorization-capacity-fixed-d", pd.DataFrame(), {"shapes": fixed_d}).figure()
+    assert figure.layout.xaxis.title.text == "heads (head dimension 8, d_model 8)"
+
+
+def test_the_two_capacity_shapes_differ_only_in_how_the_heads_sit():
+    """memorization-capacity splits d_model = 8 H into the heads; the fixed-d recipe keeps d_model 8 and
+    gives each head its own 8 x 8 projections, so its parameters grow as H; everything else is the same."""
+    split, fixed = (get_experiment(name).variants(False) for name in ("memorization-capacity",
+                                                                      "memorization-capacity-fixed-d"))
+    assert [v.labels for v in split] == [v.labels for v in fixed]
+    for a, b in zip(split, fixed):
+        heads = a.labels["heads"]
+        assert (a.config.model.d_model, b.config.model.d_model) == (8 * heads, 8)
+        assert b.config.model.mixer_options == {"attention_head_dim": 8}
+        assert a.config.replace(**{"model.d_model": 8, "model.attention_head_dim": 8}).run_id == b.config.run_id
 
 
 @pytest.mark.slow

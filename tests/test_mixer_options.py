@@ -65,7 +65,9 @@ def test_the_train_form_shows_them_with_their_help(shift_mixer):
 
 def test_existing_run_ids_do_not_move():
     assert RunConfig.load(None, []).run_id == "d3f0ec239136"
-    assert RunConfig.load(None, []).model.mixer_options == {}
+    default = RunConfig.load(None, [])
+    assert default.model.mixer_options == {"attention_head_dim": 0}  # attention's own setting, at its default
+    assert "mixer_options" not in default.canonical_json()  # ... which the run id leaves out
 
 
 def test_the_form_fills_in_and_reads_back_a_mixers_own_settings(shift_mixer):

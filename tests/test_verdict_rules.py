@@ -283,6 +283,7 @@ def summary_for(experiment, claim, states) -> dict:
     if name == "outliers":
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
+            "memorization-capacity-fixed-d": _capacity,
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
             "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
             "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory,

@@ -71,6 +71,10 @@ def architecture_for(model_config):
                          ("model.norm", m.norm), ("model.mlp_ratio", m.mlp_ratio)):
         if (field, value) in REFUSALS:
             raise refuse(field, value, REFUSALS[(field, value)])
+    head_dim = m.mixer_options.get("attention_head_dim", 0)
+    if head_dim not in (0, m.d_model // m.n_heads):
+        raise refuse("model.attention_head_dim", head_dim, "GPT-2 and GPT-NeoX split d_model evenly into the heads "
+                                                           f"(d_model / n_heads = {m.d_model // m.n_heads} here)")
     if m.pos not in BY_POSITION:  # a positional encoding added after this table was written
         raise refuse("model.pos", m.pos, "no transformers architecture is mapped to it")
     architecture = BY_POSITION[m.pos]

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..registry import Registry
 from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
 from .embedding import Embedding
+from .heads import attention_head_dim
 
 POSITIONS: Registry[type["PositionalEncoding"]] = Registry("positional encoding", "model.pos")
 
@@ -36,7 +37,7 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.config, self.n_layers = config, n_layers
         self.n_heads = config.n_heads
-        self.head_dim = config.d_model // config.n_heads
+        self.head_dim = attention_head_dim(config)
 
     def positions(self, tokens: Tensor, position_ids: Tensor | None) -> Tensor:
         if self.uses_task_ids:

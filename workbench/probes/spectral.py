@@ -25,9 +25,9 @@ def spectral_norm(matrix: Tensor) -> float:
 
 def query_key_products(attention) -> Tensor:
     """(H, D, D): W_Q,h^T W_K,h of each head of an Attention mixer (effective weights)."""
-    weight = effective_weight(attention.qkv).detach()  # (3D, D): rows are q, k, v outputs
-    D, H = weight.shape[1], attention.n_heads
-    q, k = weight[:D].view(H, D // H, D), weight[D:2 * D].view(H, D // H, D)
+    weight = effective_weight(attention.qkv).detach()  # (3 H head_dim, D): rows are q, k, v outputs
+    D, H, inner = weight.shape[1], attention.n_heads, weight.shape[0] // 3
+    q, k = weight[:inner].view(H, inner // H, D), weight[inner:2 * inner].view(H, inner // H, D)
     return q.transpose(1, 2) @ k
 
 

@@ -1,6 +1,11 @@
 """memorization-capacity: the largest random table a 1-layer attention-only Transformer recalls perfectly,
 found by bisection, for 1, 2, 4 and 8 heads of a fixed head dimension (Mahdavi et al. 2024, "Memorization
-Capacity of Multi-Head Attention in Transformers", arXiv 2306.02010).
+Capacity of Multi-Head Attention in Transformers", arXiv 2306.02010), in two shapes:
+
+- `memorization-capacity`: the heads split d_model (d_model = 8 H, as GPT-2's heads do), so each head's
+  projections widen with H too and the layer's parameters grow as H^2;
+- `memorization-capacity-fixed-d`: the paper's layer, H heads with their own d x d projections at a fixed
+  embedding dimension d = 8 (model.attention_head_dim), so parameters grow as H.
 
 Each (heads, seed) pair bisects on its own, in lockstep with the others so a round's runs train side by
 side: a first round on a coarse grid brackets the capacity, later rounds split the bracket at its
@@ -10,7 +15,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
@@ -44,22 +50,38 @@ def _plan(fast: bool) -> dict:
     return FAST if fast else FULL
 
 
-def _variant(heads: int, seed: int, size: int, round_: int, steps: int) -> Variant:
+@dataclass(frozen=True)
+class Shape:
+    """How H heads of dimension HEAD_DIM sit in the model."""
+    own_projections: bool  # False: the heads split d_model = HEAD_DIM x H; True: d_model = HEAD_DIM for every H
+
+    def d_model(self, heads: int) -> int:
+        return HEAD_DIM if self.own_projections else heads * HEAD_DIM
+
+    def overrides(self, heads: int) -> list[str]:
+        own = [f"model.attention_head_dim={HEAD_DIM}"] if self.own_projections else []
+        return [f"model.d_model={self.d_model(heads)}", f"model.n_heads={heads}", *own]
+
+
+SPLIT, FIXED_D = Shape(own_projections=False), Shape(own_projections=True)
+
+
+def _variant(shape: Shape, heads: int, seed: int, size: int, round_: int, steps: int) -> Variant:
     # Attention only (mlp_ratio 0): the claim is about the attention layer. max_positions 8 covers the
     # 7-token rows, so no unused position table counts as parameters. Each seed draws its own table.
     config = common.config(["task.name=memorize", f"task.table_size={size}", f"task.key_length={KEY_LENGTH}",
                             f"task.n_keys={N_KEYS}", f"task.table_seed={seed}", "model.n_layers=1",
-                            f"model.d_model={heads * HEAD_DIM}", f"model.n_heads={heads}", "model.mlp_ratio=0",
+                            *shape.overrides(heads), "model.mlp_ratio=0",
                             "model.max_positions=8", "model.init=fan_in", f"train.lr={LR}", "train.warmup=50",
                             "train.batch_size=128", "train.threads=1", "train.weight_decay=0",
                             f"train.steps={steps}", "probes.every=0", f"train.seed={seed}"])
     return Variant(config, {"heads": heads, "head_dim": HEAD_DIM, "table_size": size, "seed": seed, "round": round_})
 
 
-def capacity_variants(fast: bool) -> list[Variant]:
+def capacity_variants(shape: Shape, fast: bool) -> list[Variant]:
     """The first round: every (heads, seed) on the coarse grid."""
     plan = _plan(fast)
-    return [_variant(h, seed, size, 0, plan["steps"])
+    return [_variant(shape, h, seed, size, 0, plan["steps"])
             for h, seed, size in itertools.product(plan["heads"], plan["seeds"], plan["grid"])]
 
 
@@ -83,7 +105,7 @@ def _tried(finished) -> dict[tuple[int, int], dict[int, bool]]:
     return tried
 
 
-def capacity_next_round(finished, fast: bool) -> list[Variant]:
+def capacity_next_round(shape: Shape, finished, fast: bool) -> list[Variant]:
     plan = _plan(fast)
     round_ = 1 + max(variant.labels["round"] for variant, _ in finished)
     if round_ >= plan["rounds"]:
@@ -92,7 +114,7 @@ def capacity_next_round(finished, fast: bool) -> list[Variant]:
     for (heads, seed), tried in sorted(_tried(finished).items()):
         size = next_size(tried, plan["precision"], floor=2, ceiling=N_KEYS ** KEY_LENGTH)
         if size is not None:
-            out.append(_variant(heads, seed, size, round_, plan["steps"]))
+            out.append(_variant(shape, heads, seed, size, round_, plan["steps"]))
     return out
 
 
@@ -103,7 +125,7 @@ def _slope(xs, ys) -> float | None:
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
-def capacity_analyze(finished, fast):
+def capacity_analyze(shape: Shape, finished, fast):
     rows = []
     for variant, run in finished:
         accuracy, n_parameters, bits = _measure(str(run.path))
@@ -115,7 +137,7 @@ def capacity_analyze(finished, fast):
         b = bracket(dict(zip(part.table_size.astype(int), part.memorized.astype(bool))))
         params = int(part.n_parameters.iloc[0])
         bits = b.low * float(part.bits.iloc[0]) / int(part.table_size.iloc[0])  # every row holds as many bits
-        shapes.append({"seed": int(seed), "heads": int(heads), "d_model": int(heads) * HEAD_DIM, "n_parameters": params,
+        shapes.append({"seed": int(seed), "heads": int(heads), "d_model": shape.d_model(int(heads)), "n_parameters": params,
                        "low": b.low, "high": b.high, "largest_memorized": b.largest_success, "monotone": b.monotone,
                        "capacity": b.estimate, "bits": bits, "bits_per_parameter": bits / params,
                        "rounds": int(part["round"].max()) + 1, "sizes_tried": sorted(int(s) for s in part.table_size)})
@@ -187,7 +209,9 @@ def capacity_figure(result: ExperimentResult):
     if not len(shapes):
         return paper_style(fig, width="double", height=300)
     closed = shapes.dropna(subset=["capacity"])
-    for col, x, title in ((1, "heads", f"heads (head dimension {HEAD_DIM})"), (2, "n_parameters", "parameters")):
+    one_width = "d_model" in shapes and shapes.d_model.nunique() == 1  # the paper's layer: every H at one d
+    fixed_d = f", d_model {int(shapes.d_model.iloc[0])}" if one_width else ""
+    for col, x, title in ((1, "heads", f"heads (head dimension {HEAD_DIM}{fixed_d})"), (2, "n_parameters", "parameters")):
         for i, (seed, part) in enumerate(shapes.groupby("seed")):
             low = part["low"].astype(float)
             high = part["high"].astype(float).fillna(low)  # an open bracket: its lower end only
@@ -220,33 +244,51 @@ def capacity_figure(result: ExperimentResult):
 MEMORIZATION_PAPERS = ("2306.02010",)
 OURS = (f"trained by AdamW, not the paper's construction; heads split d_model = {HEAD_DIM} x heads, so each "
         "head's projections also widen with H (attention parameters grow as H^2, not H); attention-only block")
-
-register_experiment(Experiment(
-    name="memorization-capacity",
-    description=f"1-layer attention-only Transformers (no MLP) with 1, 2, 4 and 8 heads of dimension {HEAD_DIM} "
-                f"(d_model {HEAD_DIM} to {8 * HEAD_DIM}) memorizing random tables of 3-symbol keys -> 1 of 16 "
-                f"values; each shape's largest perfectly memorized table is found by bisection (grid "
-                f"{', '.join(map(str, GRID))} rows, then geometric midpoints until high/low <= {PRECISION}, at most "
-                f"{ROUNDS} rounds), {STEPS} steps at lr {LR:g}, seeds 0-2 (each its own table).",
-    variants=capacity_variants, analyze=capacity_analyze, figure=capacity_figure, next_round=capacity_next_round,
-    claims=[
-        Claim("heads", f"Memorization capacity grows with the number of heads at a fixed head dimension ({HEAD_DIM})",
-              MEMORIZATION_PAPERS, "H heads with Theta(H d^2) parameters memorize Omega(H n) examples", OURS,
-              "per seed: the bisection's lower end (the largest table memorized below the smallest failure) strictly "
+PAPERS_LAYER = (f"the paper's layer shape, H heads with their own {HEAD_DIM} x {HEAD_DIM} query, key and value projections "
+                f"at a fixed embedding dimension d = {HEAD_DIM} (model.attention_head_dim), rows of 7 tokens (context n < d), trained "
+                "by AdamW, not the paper's construction; attention-only block")
+BISECTION = (f"each shape's largest perfectly memorized table is found by bisection (grid {', '.join(map(str, GRID))} "
+             f"rows, then geometric midpoints until high/low <= {PRECISION}, at most {ROUNDS} rounds), {STEPS} steps at "
+             f"lr {LR:g}, seeds 0-2 (each its own table).")
+HEADS_RULE = ("per seed: the bisection's lower end (the largest table memorized below the smallest failure) strictly "
               "increases from 1 to 2 to 4 to 8 heads; a seed cannot tell when two head counts memorized every table "
-              "tried, or none; then the shared rule over >= 3 seeds", decide_heads),
-        Claim("linear", "Memorization capacity grows at least linearly with the number of heads (Omega(H n) at a fixed "
-              "context n)", MEMORIZATION_PAPERS, "Omega(H n) examples", OURS,
-              f"per seed: the least-squares slope of log capacity (the bracket's geometric midpoint) on log heads is "
-              f">= {1 - SLOPE_TOLERANCE:g}. Linear growth is slope 1; each capacity is known within the bracket "
-              f"precision {PRECISION}x, which over heads 1 to 8 moves a two-point slope by up to "
-              f"2 ln {PRECISION} / ln 8 = {2 * math.log(PRECISION) / math.log(8):.2f}, so the tolerance is "
-              f"{SLOPE_TOLERANCE}. A seed cannot tell when a bracket stayed open; then the shared rule over "
-              ">= 3 seeds", decide_linear)],
-    untested=[UntestedClaim("H heads of Theta(d^2) parameters each at a fixed embedding dimension d memorize "
-                            "Omega(H n) examples (capacity linear in parameters)", MEMORIZATION_PAPERS,
-                            "heads with their own d x d projections at a fixed d_model, which the model does not "
-                            "offer (here heads split d_model, so parameters grow faster than H: the fitted slope "
-                            "against parameters is reported, not judged)"),
-              UntestedClaim("Capacity grows with the context size n", MEMORIZATION_PAPERS,
-                            "tables with longer keys (task.key_length) at each head count")]))
+              "tried, or none; then the shared rule over >= 3 seeds")
+LINEAR_RULE = (f"per seed: the least-squares slope of log capacity (the bracket's geometric midpoint) on log heads is "
+               f">= {1 - SLOPE_TOLERANCE:g}. Linear growth is slope 1; each capacity is known within the bracket "
+               f"precision {PRECISION}x, which over heads 1 to 8 moves a two-point slope by up to "
+               f"2 ln {PRECISION} / ln 8 = {2 * math.log(PRECISION) / math.log(8):.2f}, so the tolerance is "
+               f"{SLOPE_TOLERANCE}. A seed cannot tell when a bracket stayed open; then the shared rule over "
+               ">= 3 seeds")
+CONTEXT_UNTESTED = UntestedClaim("Capacity grows with the context size n", MEMORIZATION_PAPERS,
+                                 "tables with longer keys (task.key_length) at each head count")
+
+
+def _register(name: str, shape: Shape, description: str, claims: list[Claim]) -> None:
+    register_experiment(Experiment(
+        name=name, description=description, variants=partial(capacity_variants, shape),
+        analyze=partial(capacity_analyze, shape), figure=capacity_figure, next_round=partial(capacity_next_round, shape),
+        claims=claims, untested=[CONTEXT_UNTESTED]))
+
+
+_register("memorization-capacity", SPLIT,
+          f"1-layer attention-only Transformers (no MLP) with 1, 2, 4 and 8 heads of dimension {HEAD_DIM} "
+          f"(d_model {HEAD_DIM} to {8 * HEAD_DIM}) memorizing random tables of 3-symbol keys -> 1 of 16 values; "
+          + BISECTION,
+          [Claim("heads", f"Memorization capacity grows with the number of heads at a fixed head dimension ({HEAD_DIM})",
+                 MEMORIZATION_PAPERS, "H heads with Theta(H d^2) parameters memorize Omega(H n) examples", OURS,
+                 HEADS_RULE, decide_heads),
+           Claim("linear", "Memorization capacity grows at least linearly with the number of heads (Omega(H n) at a "
+                 "fixed context n)", MEMORIZATION_PAPERS, "Omega(H n) examples", OURS, LINEAR_RULE, decide_linear)])
+
+_register("memorization-capacity-fixed-d", FIXED_D,
+          f"1-layer attention-only Transformers (no MLP) of embedding dimension {HEAD_DIM} with 1, 2, 4 and 8 heads, "
+          f"each with its own {HEAD_DIM} x {HEAD_DIM} query, key and value projections (model.attention_head_dim="
+          f"{HEAD_DIM}: the layer's parameters grow as H), memorizing random tables of 3-symbol keys -> 1 of 16 "
+          "values; " + BISECTION,
+          [Claim("heads", f"At a fixed embedding dimension (d = {HEAD_DIM}), memorization capacity grows with the number "
+                 "of heads, each with its own d x d projections", MEMORIZATION_PAPERS,
+                 "H heads with Theta(H d^2) parameters memorize Omega(H n) examples", PAPERS_LAYER, HEADS_RULE,
+                 decide_heads),
+           Claim("linear", f"At a fixed embedding dimension (d = {HEAD_DIM}), memorization capacity grows at least "
+                 "linearly with the number of heads, i.e. with the Theta(H d^2) parameters (Omega(H n) at a fixed "
+                 "context n)", MEMORIZATION_PAPERS, "Omega(H n) examples", PAPERS_LAYER, LINEAR_RULE, decide_linear)])

@@ -11,11 +11,15 @@ a T x T map, so entropy can be measured at lengths where the map would not fit.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ...errors import check
+from ...typed import setting
+from ..heads import attention_head_dim
 from ..hooks import HookPoint
 from ..linear import effective_weight, make_linear
 from ..positions import PositionalEncoding
@@ -29,15 +33,29 @@ from .common import future_bias, future_mask
 CLIP_GAMMA, CLIP_ZETA = -0.03, 1.0
 
 
+@dataclass
+class AttentionOptions:
+    attention_head_dim: int = setting(0, "attention: width of each head's queries, keys and values; 0 (the default) "
+                                         "splits d_model evenly (d_model / n_heads); a width of its own gives every "
+                                         "head its own projections, so parameters grow with n_heads at a fixed d_model")
+
+    def __post_init__(self):
+        check(self.attention_head_dim >= 0, "model.attention_head_dim", self.attention_head_dim,
+              "expected 0 (d_model / n_heads) or a width >= 1")
+
+
 @register_mixer("attention")
 class Attention(Mixer):
     settings = ("n_heads", "softmax", "gated_attention", "logit_scaling")
+    Options = AttentionOptions
+
     def __init__(self, config, layer_index):
         super().__init__(config, layer_index)
         d, self.n_heads = config.d_model, config.n_heads
-        self.head_dim = d // self.n_heads
-        self.qkv = make_linear(d, 3 * d, sigma_reparam=config.sigma_reparam)
-        self.out = make_linear(d, d, sigma_reparam=config.sigma_reparam)
+        self.head_dim = attention_head_dim(config)
+        inner = self.n_heads * self.head_dim  # d unless model.attention_head_dim says otherwise
+        self.qkv = make_linear(d, 3 * inner, sigma_reparam=config.sigma_reparam)
+        self.out = make_linear(inner, d, sigma_reparam=config.sigma_reparam)
         self.gate = make_linear(d, self.n_heads, sigma_reparam=config.sigma_reparam) if config.gated_attention else None
         self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
         self.hook_entropy = HookPoint()  # per-query softmax entropy in nats (B, H, T)
@@ -111,7 +129,7 @@ class Attention(Mixer):
                     mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         if self.gate is not None:
             mixed = mixed * torch.sigmoid(self.gate(x)).transpose(1, 2)[..., None]
-        return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, D), self.n_heads))
+        return self.out(self.units(mixed.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim), self.n_heads))
 
     def projections_listened(self) -> bool:
         """Whether a listener wants q, k, v or the per-head outputs, which the fused path never forms."""
@@ -151,7 +169,7 @@ class Attention(Mixer):
         return self.pattern(self.scores(q, k, context))
 
     def state_size(self, length: int) -> int:
-        return 2 * self.config.d_model * length  # the key-value cache grows with the sequence
+        return 2 * self.n_heads * self.head_dim * length  # the key-value cache grows with the sequence
 
 
 def log_length_scale(T: int, device) -> Tensor:

@@ -28,10 +28,11 @@ class _CausalAttention(torch.autograd.Function):
     def forward(ctx, x: Tensor, w_qkv: Tensor, b_qkv: Tensor, w_out: Tensor, b_out: Tensor, n_heads: int) -> Tensor:
         B, T, D = x.shape
         rows = x.reshape(B * T, D)
+        inner = w_qkv.shape[0] // 3  # n_heads * head_dim: d_model unless the heads have a width of their own
         qkv = torch.addmm(b_qkv, rows, w_qkv.t())
-        q, k, v = qkv.view(B, T, 3, n_heads, D // n_heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.view(B, T, 3, n_heads, inner // n_heads).permute(2, 0, 3, 1, 4)
         mixed, logsumexp = _flash(q, k, v, 0.0, True)
-        merged = mixed.transpose(1, 2).reshape(B * T, D)
+        merged = mixed.transpose(1, 2).reshape(B * T, inner)
         out = torch.addmm(b_out, merged, w_out.t())
         ctx.save_for_backward(rows, w_qkv, qkv, mixed, logsumexp, merged, w_out)
         ctx.n_heads = n_heads
@@ -41,13 +42,13 @@ class _CausalAttention(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_out: Tensor):
         rows, w_qkv, qkv, mixed, logsumexp, merged, w_out = ctx.saved_tensors
-        B, T, H, D = mixed.shape[0], mixed.shape[2], ctx.n_heads, rows.shape[1]
+        B, T, H, D, inner = mixed.shape[0], mixed.shape[2], ctx.n_heads, rows.shape[1], w_qkv.shape[0] // 3
         grad_merged, grad_w_out, grad_b_out = linear_backward(grad_out.reshape(B * T, -1), merged, w_out)
-        grad_mixed = grad_merged.view(B, T, H, D // H).transpose(1, 2)
-        q, k, v = qkv.view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        grad_mixed = grad_merged.view(B, T, H, inner // H).transpose(1, 2)
+        q, k, v = qkv.view(B, T, 3, H, inner // H).permute(2, 0, 3, 1, 4)
         grads = _flash_backward(grad_mixed, q, k, v, mixed, logsumexp, 0.0, True)
         # (B, T, 3, H, head_dim): the projection's own layout, written in one pass
-        grad_qkv = torch.stack([g.transpose(1, 2) for g in grads], dim=2).view(B * T, 3 * D)
+        grad_qkv = torch.stack([g.transpose(1, 2) for g in grads], dim=2).view(B * T, 3 * inner)
         grad_rows, grad_w_qkv, grad_b_qkv = linear_backward(grad_qkv, rows, w_qkv)
         return grad_rows.view(B, T, D), grad_w_qkv, grad_b_qkv, grad_w_out, grad_b_out, None
 
