@@ -62,7 +62,7 @@ def test_the_capacity_figure_plots_brackets_against_heads_and_parameters():
     assert figure.layout.xaxis.title.text == "heads (head dimension 8)"
     fixed_d = [{**shape, "d_model": 8} for shape in shapes]
     figure = ExperimentResult("memorization-capacity-fixed-d", pd.DataFrame(), {"shapes": fixed_d}).figure()
-    assert figure.layout.xaxis.title.text == "heads (head dimension 8, d_model 8)"
+    assert figure.layout.xaxis.title.text == "heads (head dimension 8,<br>d_model 8)"
 
 
 def test_the_two_capacity_shapes_differ_only_in_how_the_heads_sit():

@@ -210,7 +210,7 @@ def capacity_figure(result: ExperimentResult):
         return paper_style(fig, width="double", height=300)
     closed = shapes.dropna(subset=["capacity"])
     one_width = "d_model" in shapes and shapes.d_model.nunique() == 1  # the paper's layer: every H at one d
-    fixed_d = f", d_model {int(shapes.d_model.iloc[0])}" if one_width else ""
+    fixed_d = f",<br>d_model {int(shapes.d_model.iloc[0])}" if one_width else ""  # two lines: the panel is narrow
     for col, x, title in ((1, "heads", f"heads (head dimension {HEAD_DIM}{fixed_d})"), (2, "n_parameters", "parameters")):
         for i, (seed, part) in enumerate(shapes.groupby("seed")):
             low = part["low"].astype(float)
