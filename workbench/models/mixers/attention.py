@@ -99,7 +99,7 @@ class Attention(Mixer):
         return pattern
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
-        B, T, D = x.shape
+        B, T, _ = x.shape
         explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
         if not explicit and not self.projections_listened() and self.fused_training(x, context):
             return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out),
