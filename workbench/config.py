@@ -124,8 +124,8 @@ class ProbeConfig:
 # Settings added after runs were stored: left out of a run's identity while at their default, so the
 # runs stored before they existed keep their ids (and are fetched, not retrained).
 # (section, only for this task or None, key, default). A mixer's own setting (section
-# model.mixer_options; head_dim is H3's, attention_head_dim attention's) comes before mixer_options itself: once its keys are
-# dropped, an empty mixer_options is dropped too.
+# model.mixer_options; head_dim is H3's, attention_head_dim attention's) comes before mixer_options
+# itself: once its keys are dropped, an empty mixer_options is dropped too.
 LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", "first"), ("task.params", "mqar", "show_answers", True),
                   ("model", None, "norm", "layernorm"), ("model.mixer_options", None, "head_dim", 1),
                   ("model.mixer_options", None, "attention_head_dim", 0),

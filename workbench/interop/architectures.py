@@ -19,6 +19,7 @@ effective weights (common.py).
 """
 from __future__ import annotations
 
+from ..models.heads import attention_head_dim
 from . import gpt2, gpt_neox, mamba
 from .refusal import refuse
 
@@ -71,10 +72,10 @@ def architecture_for(model_config):
                          ("model.norm", m.norm), ("model.mlp_ratio", m.mlp_ratio)):
         if (field, value) in REFUSALS:
             raise refuse(field, value, REFUSALS[(field, value)])
-    head_dim = m.mixer_options.get("attention_head_dim", 0)
-    if head_dim not in (0, m.d_model // m.n_heads):
-        raise refuse("model.attention_head_dim", head_dim, "GPT-2 and GPT-NeoX split d_model evenly into the heads "
-                                                           f"(d_model / n_heads = {m.d_model // m.n_heads} here)")
+    even = m.d_model // m.n_heads
+    if attention_head_dim(m) != even:
+        raise refuse("model.attention_head_dim", attention_head_dim(m), "GPT-2 and GPT-NeoX split d_model evenly "
+                                                                        f"into the heads (d_model / n_heads = {even} here)")
     if m.pos not in BY_POSITION:  # a positional encoding added after this table was written
         raise refuse("model.pos", m.pos, "no transformers architecture is mapped to it")
     architecture = BY_POSITION[m.pos]

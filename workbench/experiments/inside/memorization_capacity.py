@@ -137,7 +137,8 @@ def capacity_analyze(shape: Shape, finished, fast):
         b = bracket(dict(zip(part.table_size.astype(int), part.memorized.astype(bool))))
         params = int(part.n_parameters.iloc[0])
         bits = b.low * float(part.bits.iloc[0]) / int(part.table_size.iloc[0])  # every row holds as many bits
-        shapes.append({"seed": int(seed), "heads": int(heads), "d_model": shape.d_model(int(heads)), "n_parameters": params,
+        shapes.append({"seed": int(seed), "heads": int(heads), "d_model": shape.d_model(int(heads)),
+                       "n_parameters": params,
                        "low": b.low, "high": b.high, "largest_memorized": b.largest_success, "monotone": b.monotone,
                        "capacity": b.estimate, "bits": bits, "bits_per_parameter": bits / params,
                        "rounds": int(part["round"].max()) + 1, "sizes_tried": sorted(int(s) for s in part.table_size)})
@@ -211,7 +212,8 @@ def capacity_figure(result: ExperimentResult):
     closed = shapes.dropna(subset=["capacity"])
     one_width = "d_model" in shapes and shapes.d_model.nunique() == 1  # the paper's layer: every H at one d
     fixed_d = f",<br>d_model {int(shapes.d_model.iloc[0])}" if one_width else ""  # two lines: the panel is narrow
-    for col, x, title in ((1, "heads", f"heads (head dimension {HEAD_DIM}{fixed_d})"), (2, "n_parameters", "parameters")):
+    axes = ((1, "heads", f"heads (head dimension {HEAD_DIM}{fixed_d})"), (2, "n_parameters", "parameters"))
+    for col, x, title in axes:
         for i, (seed, part) in enumerate(shapes.groupby("seed")):
             low = part["low"].astype(float)
             high = part["high"].astype(float).fillna(low)  # an open bracket: its lower end only
@@ -244,9 +246,9 @@ def capacity_figure(result: ExperimentResult):
 MEMORIZATION_PAPERS = ("2306.02010",)
 OURS = (f"trained by AdamW, not the paper's construction; heads split d_model = {HEAD_DIM} x heads, so each "
         "head's projections also widen with H (attention parameters grow as H^2, not H); attention-only block")
-PAPERS_LAYER = (f"the paper's layer shape, H heads with their own {HEAD_DIM} x {HEAD_DIM} query, key and value projections "
-                f"at a fixed embedding dimension d = {HEAD_DIM} (model.attention_head_dim), rows of 7 tokens (context n < d), trained "
-                "by AdamW, not the paper's construction; attention-only block")
+PAPERS_LAYER = (f"the paper's layer shape, H heads with their own {HEAD_DIM} x {HEAD_DIM} query, key and value "
+                f"projections at a fixed embedding dimension d = {HEAD_DIM} (model.attention_head_dim), rows of 7 "
+                "tokens (context n < d), trained by AdamW, not the paper's construction; attention-only block")
 BISECTION = (f"each shape's largest perfectly memorized table is found by bisection (grid {', '.join(map(str, GRID))} "
              f"rows, then geometric midpoints until high/low <= {PRECISION}, at most {ROUNDS} rounds), {STEPS} steps at "
              f"lr {LR:g}, seeds 0-2 (each its own table).")
@@ -266,7 +268,8 @@ CONTEXT_UNTESTED = UntestedClaim("Capacity grows with the context size n", MEMOR
 def _register(name: str, shape: Shape, description: str, claims: list[Claim]) -> None:
     register_experiment(Experiment(
         name=name, description=description, variants=partial(capacity_variants, shape),
-        analyze=partial(capacity_analyze, shape), figure=capacity_figure, next_round=partial(capacity_next_round, shape),
+        analyze=partial(capacity_analyze, shape), figure=capacity_figure,
+        next_round=partial(capacity_next_round, shape),
         claims=claims, untested=[CONTEXT_UNTESTED]))
 
 
