@@ -64,6 +64,19 @@ def test_task_show_moves_coupled_ids_with_offset(capsys):
     assert "--offset: invalid value 2; task parity has no coupled position ids" in capsys.readouterr().err
 
 
+def test_task_show_prints_each_field_of_multi_level_ids(capsys):
+    assert main(["task", "show", "multiplication", "scratchpad=partial_products", "--n", "1", "--length", "2"]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[3:]}
+    tokens = rows["token"]
+    assert set(rows) >= {"position", "level", "shifted"}
+    assert all(len(values) == len(tokens) for values in rows.values())
+    first_product = tokens.index("=") + 1  # p_1's units digit: the significance of a's units, level 1
+    assert rows["position"][first_product] == rows["position"][tokens.index("*") - 1]
+    assert rows["level"][first_product] == "1"
+    assert main(["task", "show", "addition", "--n", "1", "--length", "2"]) == 0
+    assert "level" not in capsys.readouterr().out, "one-level ids print as one row"
+
+
 def test_ctrl_c_leaves_a_run_that_resumes(data_dir):
     args = [sys.executable, "-m", "workbench", "train", *TINY[:-3], "train.steps=400000", "train.checkpoint_every=50",
             "probes.every=0", "--quiet"]

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from workbench.config import RunConfig
-from workbench.coupled_ids import LEVEL_STRIDE
+from workbench.coupled_ids import LEVEL_STRIDE, SHIFTED_ROW, pack
+from workbench.errors import ConfigError
 from workbench.models import POSITIONS, build_model
 from workbench.models.positions_relative import t5_buckets
 from workbench.tasks import build_task
@@ -143,9 +144,35 @@ def test_two_level_coupling_adds_one_table_per_level():
         assert torch.allclose(embedded[0, column], table[significance] + levels[level])
 
 
+def test_the_third_id_adds_rows_of_its_own_and_nothing_where_absent():
+    model, _ = model_and_task("coupling")
+    encoding = model.encoding
+    ids = torch.tensor([[pack(0), pack(3, 1), pack(3, 1, 5), pack(0, 2, 7)]])
+    embedded = encoding.embed(ids)
+    table, levels = encoding.table.weight, encoding.levels.weight
+    for column, (significance, level, shifted) in enumerate([(0, 0, 0), (3, 1, 0), (3, 1, 5), (0, 2, 7)]):
+        expected = table[significance] + levels[level] + (table[SHIFTED_ROW + shifted] if shifted else 0)
+        assert torch.allclose(embedded[0, column], expected)
+    with pytest.raises(ConfigError, match="task.max_position"):
+        encoding.embed(torch.tensor([[pack(SHIFTED_ROW, 0, 1)]]))
+
+
+def test_only_coupling_reads_the_papers_multiplication_ids():
+    with pytest.raises(ConfigError, match="model.pos"):
+        RunConfig.load(None, ["task.name=multiplication", "task.scratchpad=partial_products",
+                              "model.pos=coupling_relative"])
+    for pos in ("coupling", "nope", "rope"):  # the rest read no task ids
+        RunConfig.load(None, ["task.name=multiplication", "task.scratchpad=partial_products", f"model.pos={pos}"])
+    default = RunConfig.load(None, ["task.name=multiplication", "model.pos=coupling"])
+    assert "scratchpad" not in default.canonical_json(), "runs stored before the setting keep their ids"
+    assert default.run_id == RunConfig.load(None, ["task.name=multiplication", "model.pos=coupling",
+                                                   "task.scratchpad=running"]).run_id
+
+
 def test_multi_operand_and_multiplication_run_with_coupling():
-    for name in ("multi_operand_addition", "multiplication"):
-        config = RunConfig.load(None, ["model.pos=coupling", f"task.name={name}", *SMALL[:3]])
+    for name, extra in (("multi_operand_addition", []), ("multiplication", []),
+                        ("multiplication", ["task.scratchpad=partial_products"])):
+        config = RunConfig.load(None, ["model.pos=coupling", f"task.name={name}", *SMALL[:3], *extra])
         task = build_task(name, config.task.params)
         model = build_model(config.model, len(task.vocab), seed=0).eval()
         batch = task.sample(3, torch.Generator().manual_seed(0), length=2 * task.train_lengths()[1], train=False)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.coupled_ids import LEVEL_STRIDE
+from workbench.coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
 
@@ -175,6 +175,64 @@ def test_multiplication_partial_products(seed, length, b_digits, train):
         assert levels[N + 2: N + 2 + M] == list(range(M, 0, -1))
 
 
+def unpack(position: int) -> tuple[int, int, int]:
+    """(significance, level, shifted) of one packed id."""
+    return position % LEVEL_STRIDE, position // LEVEL_STRIDE % MAX_LEVELS, position // SHIFT_STRIDE
+
+
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(1, 15)),
+       b_digits=st.sampled_from([(2, 2), (1, 3)]), train=st.booleans())
+def test_multiplication_the_papers_scratchpad_and_its_three_ids(seed, length, b_digits, train):
+    task = build_task("multiplication", {"max_digits": 4, "min_b_digits": b_digits[0], "max_b_digits": b_digits[1],
+                                         "scratchpad": "partial_products"})
+    batch = task.sample(12, gen(seed), length=length, train=train)
+    for symbols, answer, positions, prompt_size in rows(task, batch):
+        a_text, b_text = "".join(symbols[1:prompt_size - 1]).split("*")
+        a, b = int(a_text), int(b_text)
+        N, M = len(a_text), len(b_text)
+        assert symbols[prompt_size - 1] == "=" and (length is None or N == length)
+        products, sums = "".join(answer)[:-1].split("=")
+        for j, written in enumerate(products.split("+"), start=1):  # p_j = a * b_j, N + 1 digits
+            assert written == str(a * (b // 10 ** (j - 1) % 10)).zfill(N + 1)[::-1]
+        for j, written in enumerate(sums.split(">"), start=1):
+            assert written == str(a * (b % 10 ** j)).zfill(N + M)[::-1]
+        ids = [unpack(p) for p in positions] + [None]  # the id of each token; EOS is never an input
+        a_ids = {N - 1 - i: ids[1 + i] for i in range(N)}  # significance t -> a's digit
+        assert all(level == 0 and shifted == 0 for _, level, shifted in a_ids.values())
+        if not train:
+            assert a_ids[0][0] == 2, "evaluation starts the ids at 1 (a's units digit is start + 1)"
+        assert [ids[N + 2 + i][1] for i in range(M)] == list(range(M, 0, -1)), "b's digit j has level j"
+        cursor, sum_ids = prompt_size + M * (N + 2), {}  # the first digit of s_1, past every p_j
+        for j in range(1, M + 1):
+            for k in range(N + M):
+                sum_ids[j, k] = ids[cursor + k]
+                assert sum_ids[j, k][:2] == (0, j)
+            cursor += N + M + 1
+        cursor = prompt_size
+        for j in range(1, M + 1):
+            for t in range(N + 1):
+                significance, level, shifted = ids[cursor + t]
+                assert level == j
+                if t < N:  # p_j's digit t reads a's digit t: one significance
+                    assert significance == a_ids[t][0]
+                # ... and lands at t + j - 1 in the sums: one shifted id
+                if t + j - 1 < N + M:
+                    assert shifted == sum_ids[1, t + j - 1][2]
+            cursor += N + 2
+        assert len(symbols) == prompt_size + M * (N + 2) + M * (N + M + 1)
+
+
+def test_multiplication_the_running_scratchpad_stays_as_it_was():
+    running = build_task("multiplication")
+    assert "+" not in running.vocab.symbols and not running.shifted_ids
+    ours = running.sample(16, gen(3), train=True)
+    assert int(ours.position_ids.max()) < SHIFT_STRIDE
+    paper = build_task("multiplication", {"scratchpad": "partial_products"})
+    assert paper.vocab.symbols == running.vocab.symbols + ["+"]
+    assert paper.sequence_length(5) == running.sequence_length(5) + 2 * 7
+
+
 def test_multiplication_priming():
     params = {"max_digits": 3, "priming": 4, "priming_digits": 12, "priming_rate": 1.0}
     task = build_task("multiplication", params)
@@ -190,6 +248,7 @@ def test_multiplication_priming():
 
 
 def test_multiplication_bad_params():
-    for bad in ({"min_b_digits": 0}, {"priming": -1}, {"priming_rate": 2.0}, {"max_position": 4}):
+    for bad in ({"min_b_digits": 0}, {"priming": -1}, {"priming_rate": 2.0}, {"max_position": 4},
+                {"scratchpad": "columns"}, {"scratchpad": "partial_products", "max_position": 600}):
         with pytest.raises(ConfigError):
             build_task("multiplication", bad)

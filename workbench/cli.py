@@ -379,11 +379,11 @@ def cmd_task(args) -> int:
     print(f"{task.name}: {task.description}; length = {task.length_name}")
     for i, example in enumerate(examples):
         print(f"\nexample {i}: {example['input']}  ->  {example['answer']}")
-        width = max(len(str(p)) for p in (example["position_ids"] or [0]) + [1])
         rows = {"token": example["tokens"], "target": example["targets"],
                 "loss": ["x" if m else "." for m in example["loss_mask"]]}
         if example["position_ids"] is not None:
-            rows["position"] = example["position_ids"]
+            rows.update(unpacked_ids(example["position_ids"]))
+        width = max(len(str(v)) for values in rows.values() for v in values)
         if "values" in example:
             rows["value"] = [f"{v:.2f}" if m else "." for v, m in zip(example["values"], example["loss_mask"])]
         if "vectors" in example:  # one row per coordinate the read-in sees
@@ -393,6 +393,19 @@ def cmd_task(args) -> int:
         for name, values in rows.items():
             print(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values))
     return 0
+
+
+def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
+    """Printed rows of a sample's position ids: one, or one per field of multi-level coupled ids."""
+    from .coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE
+
+    if max(positions, default=0) < LEVEL_STRIDE:
+        return {"position": positions}
+    rows = {"position": [p % LEVEL_STRIDE for p in positions],
+            "level": [p // LEVEL_STRIDE % MAX_LEVELS for p in positions]}
+    if max(positions) >= SHIFT_STRIDE:
+        rows["shifted"] = [p // SHIFT_STRIDE for p in positions]
+    return rows
 
 
 def cmd_experiment(args) -> int:

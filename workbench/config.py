@@ -135,6 +135,7 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
                   ("model", None, "looped", False), ("task.params", "multi_operand_addition", "levels", 2),
                   ("task.params", "copy", "couple_end", False), ("task.params", "reverse", "couple_end", False),
+                  ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
                     for key in ("pairs", "fixed_covariance")]]
 
@@ -200,7 +201,10 @@ class RunConfig:
         for name in m.layer_mixers():
             MIXERS.get(name) if not m.layers else _layer_mixer(name)
         m.mixer_options = mixer_options(m)  # checked and resolved, so defaults hash the same
-        POSITIONS.get(m.pos)
+        encoding = POSITIONS.get(m.pos)
+        check(not (getattr(task, "shifted_ids", False) and encoding.uses_task_ids and m.pos != "coupling"), "model.pos",
+              m.pos, "expected coupling, or an encoding that reads no task ids: only coupling's table reads the "
+                     "third (shifted) id of task.scratchpad=partial_products")
         _choice("model.activation", m.activation, ACTIVATIONS)
         _choice("model.softmax", m.softmax, SOFTMAXES)
         _choice("model.ssm_init", m.ssm_init, SSM_INITS)

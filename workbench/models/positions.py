@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..registry import Registry
-from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS  # packed two-level ids: significance + LEVEL_STRIDE * level
+from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE, SHIFTED_ROW  # packed ids: see coupled_ids
 from .embedding import Embedding
 from .heads import attention_head_dim
 
@@ -91,7 +91,8 @@ class Coupling(TableEncoding):
 
     Multi-level coupling (Cho et al. 2024b, arXiv 2410.15787): ids >= LEVEL_STRIDE carry a second
     level (operand or partial-sum index); its own learned table is added, so significance is shared
-    across levels."""
+    across levels. The paper's multiplication scratchpad adds a third id, the shifted significance
+    (coupled_ids), read from the table's rows above SHIFTED_ROW and added too."""
 
     name = "coupling"
     uses_task_ids = True
@@ -103,12 +104,24 @@ class Coupling(TableEncoding):
         nn.init.normal_(self.levels.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:
-        significance, level = split_levels(positions)
-        return super().embed(significance) + self.levels(level)
+        shifted = positions // SHIFT_STRIDE
+        significance, level = split_levels(positions % SHIFT_STRIDE)
+        embedded = super().embed(significance) + self.levels(level)
+        if not bool(shifted.any()):
+            return embedded
+        # The paper's third id (multiplication's partial products): rows above SHIFTED_ROW of the
+        # same table, a table of its own in all but storage; a token without one (0) adds nothing.
+        if int(significance.max()) >= SHIFTED_ROW:
+            raise ConfigError("task.max_position", int(significance.max()),
+                              f"expected position ids below {SHIFTED_ROW} with shifted ids (rows above are theirs)")
+        return embedded + super().embed(SHIFTED_ROW + shifted) * (shifted > 0).unsqueeze(-1)
 
 
 def split_levels(positions: Tensor) -> tuple[Tensor, Tensor]:
     """Packed two-level coupled ids -> (significance, level)."""
+    if int(positions.max()) >= SHIFT_STRIDE:
+        raise ConfigError("model.pos", "coupling_relative", "expected model.pos=coupling: shifted ids "
+                          "(task.scratchpad=partial_products) are read by coupling's table only")
     significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
     if int(level.max()) >= MAX_LEVELS:
         raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")
