@@ -152,6 +152,20 @@ def test_multiplication_priming_changes_only_the_primed_examples_and_their_rate(
         same = {"task.priming": count, "task.priming_digits": 15, "task.priming_rate": count / 2500}
         assert arms["unprimed"].replace(**same).run_id == primed.run_id, "only the priming differs"
     assert 15 in arms["unprimed"].task.eval_lengths, "the primed length is tested"
+    assert {config.task.params["scratchpad"] for config in arms.values()} == {"partial_products"}
+
+
+def test_multiplication_trains_the_papers_scratchpad_beside_the_running_sums(data_dir):
+    arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multiplication"].variants(False)
+            if v.labels["seed"] == 0}
+    assert set(arms) == {"coupling", "nope", "coupling, running sums"}
+    paper, running = arms["coupling"], arms["coupling, running sums"]
+    assert paper.task.params["scratchpad"] == arms["nope"].task.params["scratchpad"] == "partial_products"
+    assert paper.replace(**{"task.scratchpad": "running"}).run_id == running.run_id, "only the scratchpad differs"
+    assert paper.replace(**{"model.pos": "nope"}).run_id == arms["nope"].run_id
+    result = run_experiment("lengthgen-multiplication", fast=True, progress=False)
+    assert set(result.table.pos) == {"coupling", "nope"} and set(result.table.length) == {3, 5, 7, 10}
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
 
 
 def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):

@@ -84,7 +84,7 @@ def _lengthgen(states, experiment, claim):
     """Curves for every encoding the recipe trains: the judged encoding reaches the claim's bar on 'pass',
     baselines fit and fail beyond training on 'pass' and 'fail', and never fit on 'unclear'. For a claim
     that one encoding outdoes others, the others are the baselines and the judged one never fits on
-    'unclear'."""
+    'unclear'. For lengthgen-multiplication's scratchpad claim, the running-sum arm fits only on 'fail'."""
     train_max = 10 if experiment.name in ("lengthgen-addition", "lengthgen-copy", "lengthgen-reverse",
                                           "lengthgen-sort") else 5
     lengths = sorted({length for v in experiment.variants(False) for length in v.config.task.eval_lengths})
@@ -95,7 +95,9 @@ def _lengthgen(states, experiment, claim):
         for seed, state in enumerate(states):
             # "learned w128": learned positions at another width, the width-128 claims' baseline
             baseline = pos.split()[0] in (("rope", "alibi") if outdoing else ("learned", "nope"))
-            if outdoing and pos == "fire":
+            if claim.key == "scratchpad-fits" and pos == "coupling, running sums":  # must not fit where `coupling` fits
+                fit = beyond = 1.0 if state == "fail" else 0.2
+            elif outdoing and pos == "fire":
                 fit, beyond = (0.2 if state == "unclear" else 1.0), (0.0 if state == "fail" else 1.0)
             elif baseline:
                 fit = 0.2 if state == "unclear" else 1.0

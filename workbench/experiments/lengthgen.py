@@ -169,6 +169,25 @@ def gains(label: str, baseline: str, length: int, by: float, text: str, referenc
                  rule, decide)
 
 
+def fits_where(label: str, baseline: str, text: str, references: tuple[str, ...], paper_number: str,
+               method: str, key: str) -> Claim:
+    """Per seed: `label` fits the training lengths and `baseline`, the same model with one thing changed,
+    does not: the change is what makes the task learnable in the budget."""
+    def decide(summary: dict) -> Outcome:
+        train_max, passed, numbers = summary["train_max"], {}, {}
+        for seed in summary.get("exact_match", {}).get(label, {}):
+            fit, base = _at(summary, label, seed, train_max), _at(summary, baseline, seed, train_max)
+            if fit is None or base is None:
+                continue
+            numbers[int(seed)] = f"{label} {percent(fit)}, {baseline} {percent(base)} at {train_max}"
+            passed[int(seed)] = fit >= FITS > base
+        return by_seeds(passed, numbers)
+
+    rule = (f"per seed: `{label}` fits the training lengths (>= {FITS:.0%} exact match at the longest) and "
+            f"`{baseline}` does not; then the shared rule over >= 3 seeds")
+    return Claim(key, text, references, paper_number, method, rule, decide)
+
+
 def baselines_fail(baselines: tuple[str, ...], beyond: int, at_most: float, text: str, references: tuple[str, ...],
                    paper_number: str, key: str = "baselines") -> Claim:
     """Per seed: every baseline fits the training lengths and stays at or below `at_most` beyond `beyond`."""
