@@ -157,21 +157,45 @@ def test_the_third_id_adds_rows_of_its_own_and_nothing_where_absent():
         encoding.embed(torch.tensor([[pack(SHIFTED_ROW, 0, 1)]]))
 
 
-def test_only_coupling_reads_the_papers_multiplication_ids():
-    with pytest.raises(ConfigError, match="model.pos"):
-        RunConfig.load(None, ["task.name=multiplication", "task.scratchpad=partial_products",
-                              "model.pos=coupling_relative"])
-    for pos in ("coupling", "nope", "rope"):  # the rest read no task ids
-        RunConfig.load(None, ["task.name=multiplication", "task.scratchpad=partial_products", f"model.pos={pos}"])
+def test_the_scratchpad_setting_keeps_the_ids_of_runs_stored_before_it():
     default = RunConfig.load(None, ["task.name=multiplication", "model.pos=coupling"])
     assert "scratchpad" not in default.canonical_json(), "runs stored before the setting keep their ids"
     assert default.run_id == RunConfig.load(None, ["task.name=multiplication", "model.pos=coupling",
                                                    "task.scratchpad=running"]).run_id
 
 
+def test_coupling_relative_reads_each_significance_field_between_tokens_that_carry_it():
+    model, _ = model_and_task("coupling_relative")
+    encoding, clip = model.encoding, model.encoding.CLIP
+
+    def f(layer: int, difference: int) -> torch.Tensor:  # the learned function of key - query, per head
+        near = encoding.tables[layer].weight[max(-clip, min(clip, difference)) + clip]
+        return near - torch.nn.functional.softplus(encoding.slopes[layer]) * max(abs(difference) - clip, 0)
+
+    fields = [(0, 0, 0), (5, 0, 0), (0, 1, 3), (6, 1, 4), (0, 2, 9), (7, 1, 2)]  # (significance, level, shifted)
+    ids = torch.tensor([[pack(*field) for field in fields]])
+    with torch.no_grad():
+        for layer in (0, 1):
+            bias = encoding.bias(layer, ids)[0]  # (H, query, key)
+            for q, (sig_q, _, shift_q) in enumerate(fields):
+                for k, (sig_k, _, shift_k) in enumerate(fields):
+                    expected = torch.zeros(encoding.n_heads)
+                    if sig_q and sig_k:
+                        expected = expected + f(layer, sig_k - sig_q)
+                    if shift_q and shift_k:
+                        expected = expected + f(layer, shift_k - shift_q)
+                    assert torch.allclose(bias[:, q, k], expected, atol=1e-6), (q, k)
+            # the attention kernels ask for tiles of queries followed by keys: a tile of tokens without a
+            # shifted id is still read as part of a three-id sequence
+            rows, cols = torch.tensor([1, 3]), torch.tensor([0, 1])
+            tile = encoding.bias(layer, torch.cat([ids[:, rows], ids[:, cols]], 1))[0, :, :2, 2:]
+            assert torch.allclose(tile, bias[:, rows][:, :, cols], atol=1e-6)
+
+
 def test_multi_operand_and_multiplication_run_with_coupling():
     for name, extra in (("multi_operand_addition", []), ("multiplication", []),
-                        ("multiplication", ["task.scratchpad=partial_products"])):
+                        ("multiplication", ["task.scratchpad=partial_products"]),
+                        ("multiplication", ["task.scratchpad=partial_products", "model.pos=coupling_relative"])):
         config = RunConfig.load(None, ["model.pos=coupling", f"task.name={name}", *SMALL[:3], *extra])
         task = build_task(name, config.task.params)
         model = build_model(config.model, len(task.vocab), seed=0).eval()

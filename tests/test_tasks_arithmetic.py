@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE
+from workbench.coupled_ids import LEVEL_STRIDE, SHIFT_STRIDE, unpack
 from workbench.errors import ConfigError
 from workbench.tasks import build_task
 
@@ -175,11 +175,6 @@ def test_multiplication_partial_products(seed, length, b_digits, train):
         assert levels[N + 2: N + 2 + M] == list(range(M, 0, -1))
 
 
-def unpack(position: int) -> tuple[int, int, int]:
-    """(significance, level, shifted) of one packed id."""
-    return position % LEVEL_STRIDE, position // LEVEL_STRIDE % MAX_LEVELS, position // SHIFT_STRIDE
-
-
 @FAST
 @given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(1, 15)),
        b_digits=st.sampled_from([(2, 2), (1, 3)]), train=st.booleans())
@@ -197,6 +192,7 @@ def test_multiplication_the_papers_scratchpad_and_its_three_ids(seed, length, b_
             assert written == str(a * (b // 10 ** (j - 1) % 10)).zfill(N + 1)[::-1]
         for j, written in enumerate(sums.split(">"), start=1):
             assert written == str(a * (b % 10 ** j)).zfill(N + M)[::-1]
+        assert all(p >= SHIFT_STRIDE for p in positions), "every token marks a three-id sequence"
         ids = [unpack(p) for p in positions] + [None]  # the id of each token; EOS is never an input
         a_ids = {N - 1 - i: ids[1 + i] for i in range(N)}  # significance t -> a's digit
         assert all(level == 0 and shifted == 0 for _, level, shifted in a_ids.values())

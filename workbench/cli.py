@@ -397,14 +397,14 @@ def cmd_task(args) -> int:
 
 def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
     """Printed rows of a sample's position ids: one, or one per field of multi-level coupled ids."""
-    from .coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE
+    from .coupled_ids import LEVEL_STRIDE, SHIFT_STRIDE, unpack
 
     if max(positions, default=0) < LEVEL_STRIDE:
         return {"position": positions}
-    rows = {"position": [p % LEVEL_STRIDE for p in positions],
-            "level": [p // LEVEL_STRIDE % MAX_LEVELS for p in positions]}
+    fields = list(zip(*(unpack(p) for p in positions)))
+    rows = {"position": list(fields[0]), "level": list(fields[1])}
     if max(positions) >= SHIFT_STRIDE:
-        rows["shifted"] = [p // SHIFT_STRIDE for p in positions]
+        rows["shifted"] = list(fields[2])
     return rows
 
 

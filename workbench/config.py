@@ -201,10 +201,7 @@ class RunConfig:
         for name in m.layer_mixers():
             MIXERS.get(name) if not m.layers else _layer_mixer(name)
         m.mixer_options = mixer_options(m)  # checked and resolved, so defaults hash the same
-        encoding = POSITIONS.get(m.pos)
-        check(not (getattr(task, "shifted_ids", False) and encoding.uses_task_ids and m.pos != "coupling"), "model.pos",
-              m.pos, "expected coupling, or an encoding that reads no task ids: only coupling's table reads the "
-                     "third (shifted) id of task.scratchpad=partial_products")
+        POSITIONS.get(m.pos)
         _choice("model.activation", m.activation, ACTIVATIONS)
         _choice("model.softmax", m.softmax, SOFTMAXES)
         _choice("model.ssm_init", m.ssm_init, SSM_INITS)

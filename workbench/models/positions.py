@@ -104,8 +104,7 @@ class Coupling(TableEncoding):
         nn.init.normal_(self.levels.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:
-        shifted = positions // SHIFT_STRIDE
-        significance, level = split_levels(positions % SHIFT_STRIDE)
+        significance, level, shifted = split_ids(positions)
         embedded = super().embed(significance) + self.levels(level)
         if not bool(shifted.any()):
             return embedded
@@ -117,11 +116,15 @@ class Coupling(TableEncoding):
         return embedded + super().embed(SHIFTED_ROW + shifted) * (shifted > 0).unsqueeze(-1)
 
 
+def split_ids(positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Packed coupled ids -> (significance, level, shifted significance, 0 where none); see coupled_ids."""
+    significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE % MAX_LEVELS
+    shifted = (positions // SHIFT_STRIDE - 1).clamp(min=0)
+    return significance, level, shifted
+
+
 def split_levels(positions: Tensor) -> tuple[Tensor, Tensor]:
     """Packed two-level coupled ids -> (significance, level)."""
-    if int(positions.max()) >= SHIFT_STRIDE:
-        raise ConfigError("model.pos", "coupling_relative", "expected model.pos=coupling: shifted ids "
-                          "(task.scratchpad=partial_products) are read by coupling's table only")
     significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
     if int(level.max()) >= MAX_LEVELS:
         raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")

@@ -14,9 +14,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..coupled_ids import MAX_LEVELS
+from ..coupled_ids import MAX_LEVELS, SHIFT_STRIDE
 from .embedding import Embedding
-from .positions import POSITIONS, PositionalEncoding, split_levels
+from .positions import POSITIONS, PositionalEncoding, split_ids, split_levels
 
 
 def _shared_rows(positions: Tensor) -> Tensor:
@@ -115,7 +115,10 @@ class CouplingRelative(PositionalEncoding):
     an answer digit reads the operand digits one significance above it, whose ids are larger.
 
     Two-level ids (multi-operand addition, multiplication) add a learned table per level, as
-    `coupling` does; the distance is taken over significance only."""
+    `coupling` does; the distance is taken over significance only. Three-field ids (multiplication's
+    partial-products scratchpad, coupled_ids) give a bias per significance field, the same learned
+    function of the difference for both, each between two tokens that both carry that field (0 means
+    none: a sum's digit has no place in a, a's digit none in the sums)."""
 
     name = "coupling_relative"
     uses_task_ids = True
@@ -131,14 +134,27 @@ class CouplingRelative(PositionalEncoding):
         self.levels = Embedding(MAX_LEVELS, config.d_model)
 
     def embed(self, positions: Tensor) -> Tensor | None:
-        _, level = split_levels(positions)
+        _, level, _ = split_ids(positions)
         if int(level.max()) == 0:
             return None  # single-level ids: the ids act through the bias alone
         return self.levels(level)
 
     def bias(self, layer, positions):
-        significance, _ = split_levels(_shared_rows(positions))
-        difference = significance[:, None, :] - significance[:, :, None]  # (B', query, key): key - query
+        rows = _shared_rows(positions)
+        if int(rows.max()) < SHIFT_STRIDE:
+            significance, _ = split_levels(rows)
+            return self.distance_bias(layer, significance)
+        significance, _, shifted = split_ids(rows)
+        return self.distance_bias(layer, significance, both_carry=True) + \
+            self.distance_bias(layer, shifted, both_carry=True)
+
+    def distance_bias(self, layer: int, ids: Tensor, both_carry: bool = False) -> Tensor:
+        """(B', H, T, T) bias of the signed id difference key - query; with both_carry, zero unless the
+        query and the key both carry an id (> 0)."""
+        difference = ids[:, None, :] - ids[:, :, None]  # (B', query, key): key - query
         near = self.tables[layer](difference.clamp(-self.CLIP, self.CLIP) + self.CLIP).permute(0, 3, 1, 2)
         beyond = (difference.abs() - self.CLIP).clamp(min=0).float()[:, None]  # (B', 1, T, T)
-        return near - nn.functional.softplus(self.slopes[layer])[None, :, None, None] * beyond
+        bias = near - nn.functional.softplus(self.slopes[layer])[None, :, None, None] * beyond
+        if both_carry:
+            bias = bias * ((ids[:, :, None] > 0) & (ids[:, None, :] > 0))[:, None]
+        return bias

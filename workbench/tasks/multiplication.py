@@ -22,7 +22,7 @@ significance start + 1 + t; b's digit j (units j = 1) level j; digit t of p_j si
 level j and shifted significance start3 + j + t (its place in the sums); digit k of s_j level j and
 shifted significance start3 + 1 + k. The separator before p_j or s_j carries that part's ids with
 its digit slot at 0 (significance start, shifted start3 + j - 1 for p_j, start3 for s_j); '*' and b
-have significance 0, and only the answer has shifted ids. start and start3 are drawn apart in
+have significance 0, and only the answer has shifted ids (every token still says the sequence has three). start and start3 are drawn apart in
 training (the paper's code draws its three starts apart; the level here starts at 1, as in `running`).
 
 Priming: `priming` > 0 keeps that many fixed long examples (a of `priming_digits` digits, drawn once
@@ -202,8 +202,8 @@ class Multiplication(Task):
         start3 = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
         zeros = torch.zeros(m, 1, dtype=torch.long)
         prompt = torch.cat([column(m, v[BOS]), a.flip(1) + zero, column(m, v["*"]), b.flip(1) + zero], 1)
-        prompt_pos = torch.cat([zeros, start + torch.arange(N, 0, -1), zeros,
-                                pack(0, torch.arange(M, 0, -1)).expand(m, M)], 1)
+        prompt_pos = pack(torch.cat([zeros, start + torch.arange(N, 0, -1), zeros,
+                                     pack(0, torch.arange(M, 0, -1)).expand(m, M)], 1), shifted=0)
         answer, answer_pos = [], []
         for j in range(1, M + 1):  # '=' or '+', then p_j
             answer += [column(m, v["=" if j == 1 else "+"]), times_digit(a, b[:, j - 1]) + zero]
@@ -214,6 +214,6 @@ class Multiplication(Task):
         # The prompt ends with b: the first '=' is the answer's first token, so the loss covers what
         # follows it. Its own target is the first digit, predicted from it (assemble shifts by one).
         prompt, answer = torch.cat([prompt, answer[0]], 1), answer[1:] + [column(m, v[EOS])]
-        prompt_pos, answer_pos = torch.cat([prompt_pos, answer_pos[0]], 1), answer_pos[1:] + [zeros]
+        prompt_pos, answer_pos = torch.cat([prompt_pos, answer_pos[0]], 1), answer_pos[1:] + [pack(zeros, shifted=0)]
         meta = {"length": torch.full((m,), N), "b_digits": torch.full((m,), M)}
         return assemble(prompt, torch.cat(answer, 1), prompt_pos, torch.cat(answer_pos, 1), meta)
