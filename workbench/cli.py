@@ -354,7 +354,7 @@ def _eval_offsets(args) -> int:
 
 def cmd_task(args) -> int:
     from .tasks import TASKS, build_task
-    from .tasks.show import show_examples
+    from .tasks.show import show_examples, unpacked_ids
 
     if args.task_command == "list":
         for name in TASKS.names():
@@ -393,19 +393,6 @@ def cmd_task(args) -> int:
         for name, values in rows.items():
             print(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values))
     return 0
-
-
-def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
-    """Printed rows of a sample's position ids: one, or one per field of multi-level coupled ids."""
-    from .coupled_ids import LEVEL_STRIDE, SHIFT_STRIDE, unpack
-
-    if max(positions, default=0) < LEVEL_STRIDE:
-        return {"position": positions}
-    fields = list(zip(*(unpack(p) for p in positions)))
-    rows = {"position": list(fields[0]), "level": list(fields[1])}
-    if max(positions) >= SHIFT_STRIDE:
-        rows["shifted"] = list(fields[2])
-    return rows
 
 
 def cmd_experiment(args) -> int:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..coupled_ids import LEVEL_STRIDE, SHIFT_STRIDE, unpack
 from .base import Task
 
 
@@ -37,6 +38,17 @@ def show_examples(task: Task, n: int = 5, seed: int = 0, length: int | None = No
             example["answer"] = " ".join(f"{v:.3f}" for v, m in zip(example["values"], mask) if m)
         examples.append(example)
     return examples
+
+
+def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
+    """Printed rows of a sample's position ids: one, or one per field of multi-level coupled ids."""
+    if max(positions, default=0) < LEVEL_STRIDE:
+        return {"position": positions}
+    fields = list(zip(*(unpack(p) for p in positions)))
+    rows = {"position": list(fields[0]), "level": list(fields[1])}
+    if max(positions) >= SHIFT_STRIDE:
+        rows["shifted"] = list(fields[2])
+    return rows
 
 
 def _rounded(t: torch.Tensor):
