@@ -168,6 +168,16 @@ def test_multiplication_trains_the_papers_scratchpad_beside_the_running_sums(dat
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
 
 
+def test_multiplication_coupling_relative_shares_the_papers_table_arm_and_runs_fast(data_dir):
+    arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["multiplication-coupling-relative"].variants(False)}
+    paper = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multiplication"].variants(False)}
+    assert arms["coupling"].run_id == paper["coupling"].run_id, "the same runs, fetched, not trained twice"
+    assert arms["coupling_relative"].replace(**{"model.pos": "coupling"}).run_id == arms["coupling"].run_id
+    result = run_experiment("multiplication-coupling-relative", fast=True, progress=False)
+    assert set(result.table.pos) == {"coupling_relative", "coupling"}
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not reproduced", "not tested"}
+
+
 def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):
     result = run_experiment("multiplication-priming", fast=True, progress=False)
     assert set(result.table.pos) == {"unprimed", "50 primed"} and set(result.table.length) == {3, 5, 7, 10, 15, 20}
