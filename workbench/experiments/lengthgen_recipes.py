@@ -175,8 +175,8 @@ lengthgen(
             fits_where("coupling", "coupling, running sums", "The paper's scratchpad (N x 1 partial products first) "
                        "lets a 2-layer width-64 model fit N x 2 multiplication on 1-5 digits in 3000 steps, where a "
                        "scratchpad of the running sums alone does not (our comparison, reported whatever it shows)",
-                       MULTI_LEVEL, "none: our comparison", method="ours: the running-sum scratchpad with two-level "
-                       "ids is our reading of the paper, trained as the same model", key="scratchpad-fits")],
+                       MULTI_LEVEL, "none: our comparison", method="the running-sum scratchpad with two-level ids (our "
+                       "reading of the paper) beside the paper's, the same model, steps and seeds", key="scratchpad-fits")],
     untested=[UntestedClaim("Relative position embeddings and priming the training set with 10-50 long examples "
                             "extend 5x3 multiplication to 35x3", PRIMING,
                             "a primed training set (a few long examples; `multiplication-priming` primes this task) "
