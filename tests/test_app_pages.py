@@ -394,6 +394,9 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     assert norm.options == list(NORMS) and norm.value == "layernorm" and "Mamba" in norm.help
     app.selectbox(key="train_task").select("mqar").run()
     assert app.text_input(key="train_mqar_task.power_a").value == "0.01"
+    app.selectbox(key="train_task").select("multiplication").run()
+    scratchpad = app.selectbox(key="train_multiplication_task.scratchpad")
+    assert scratchpad.options == ["running", "partial_products"] and scratchpad.value == "running"
 
 
 def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):
