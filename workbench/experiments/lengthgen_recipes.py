@@ -161,13 +161,20 @@ _arithmetic("lengthgen-multi-operand-addition", "Two-level position coupling wit
 _PAPERS_PRODUCTS = "task.scratchpad=partial_products"
 MULTIPLICATIONS = {"coupling": ["model.pos=coupling", _PAPERS_PRODUCTS], "nope": ["model.pos=nope", _PAPERS_PRODUCTS],
                    "coupling, running sums": ["model.pos=coupling"]}
-lengthgen(
+
+
+def _multiplication(name: str, description: str, encodings: dict, claims: list[Claim], **options):
+    """N x 2 multiplication on 1-5 digit N: 2-layer width-64 models, 3000 steps, evaluated to 10 digits."""
+    lengthgen(name, description, ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10],
+              encodings=encodings, model=STRINGS, steps=3000, fast_steps=60, headline_length=10, claims=claims,
+              **options)
+
+
+_multiplication(
     "lengthgen-multiplication", "N x 2 multiplication with the paper's scratchpad (the N x 1 partial products, then "
     "their running sums) and tri-level position coupling or NoPE, beside our running-sum scratchpad; 2-layer "
     "Transformers (d_model 64, 4 heads), 3000 steps on 1-5 digit N, evaluated to 10 digits, seeds 0-2.",
-    ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10],
-    encodings=MULTIPLICATIONS, model=STRINGS, steps=3000, fast_steps=60, headline_length=10,
-    fast_encodings={label: MULTIPLICATIONS[label] for label in ("coupling", "nope")},
+    MULTIPLICATIONS, fast_encodings={label: MULTIPLICATIONS[label] for label in ("coupling", "nope")},
     claims=[beats("coupling", 10, 0.5, "nope", 7, 0.1, "Tri-level position coupling with the paper's scratchpad "
                   "(partial products, then running sums) lets a model trained on N x 2 multiplication with N of 1-5 "
                   "digits multiply 10-digit N (2x), where NoPE fails", MULTI_LEVEL, "~2-3x length generalization",
@@ -191,12 +198,11 @@ lengthgen(
 # digits (2x) on every seed. The `coupling` arm is lengthgen-multiplication's (same runs), for the figure.
 RELATIVE_MULTIPLICATIONS = {"coupling_relative": ["model.pos=coupling_relative", _PAPERS_PRODUCTS],
                             "coupling": MULTIPLICATIONS["coupling"]}
-lengthgen(
+_multiplication(
     "multiplication-coupling-relative", "N x 2 multiplication with the paper's scratchpad, its three coupled ids read "
     "as a relative bias (`coupling_relative`, our variant) or by the paper's table; 2-layer Transformers (d_model 64, "
     "4 heads), 3000 steps on 1-5 digit N, evaluated to 10 digits, seeds 0-2.",
-    ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10],
-    encodings=RELATIVE_MULTIPLICATIONS, model=STRINGS, steps=3000, fast_steps=60, headline_length=10,
+    RELATIVE_MULTIPLICATIONS,
     claims=[reaches("coupling_relative", 10, 0.5, "Coupled ids read as a relative bias (each significance field "
                     "between tokens that carry it) let a model trained on N x 2 multiplication with N of 1-5 digits "
                     "multiply 10-digit N (2x) with the paper's scratchpad", MULTI_LEVEL,
