@@ -22,8 +22,9 @@ significance start + 1 + t; b's digit j (units j = 1) level j; digit t of p_j si
 level j and shifted significance start3 + j + t (its place in the sums); digit k of s_j level j and
 shifted significance start3 + 1 + k. The separator before p_j or s_j carries that part's ids with
 its digit slot at 0 (significance start, shifted start3 + j - 1 for p_j, start3 for s_j); '*' and b
-have significance 0, and only the answer has shifted ids (every token still says the sequence has three). start and start3 are drawn apart in
-training (the paper's code draws its three starts apart; the level here starts at 1, as in `running`).
+have significance 0, and only the answer has shifted ids (every token still marks the sequence as one
+of three ids). start and start3 are drawn apart in training (the paper's code draws its three starts
+apart; the level here starts at 1, as in `running`).
 
 Priming: `priming` > 0 keeps that many fixed long examples (a of `priming_digits` digits, drawn once
 from `priming_seed`); in training each sample is replaced by one of them with probability
@@ -120,7 +121,8 @@ class Multiplication(Task):
 
     @property
     def shifted_ids(self) -> bool:
-        """Whether the ids carry the paper's third, shifted significance (only `coupling` reads it)."""
+        """Whether the ids carry the paper's third, shifted significance (`coupling` and `coupling_relative`
+        read it; the other encodings ignore task ids)."""
         return self.params.scratchpad == "partial_products"
 
     def build_vocab(self) -> Vocab:
@@ -211,8 +213,8 @@ class Multiplication(Task):
         for j in range(1, M + 1):  # '=' or '>', then s_j
             answer += [column(m, v["=" if j == 1 else ">"]), sums[:, j - 1] + zero]
             answer_pos += [pack(zeros, j, start3), pack(0, j, start3 + torch.arange(1, W + 1))]
-        # The prompt ends with b: the first '=' is the answer's first token, so the loss covers what
-        # follows it. Its own target is the first digit, predicted from it (assemble shifts by one).
+        # The first '=' closes the prompt: the loss starts at its target, p_1's first digit. So it moves
+        # from the answer to the prompt, and EOS (whose id is never an input) ends the answer.
         prompt, answer = torch.cat([prompt, answer[0]], 1), answer[1:] + [column(m, v[EOS])]
         prompt_pos, answer_pos = torch.cat([prompt_pos, answer_pos[0]], 1), answer_pos[1:] + [pack(zeros, shifted=0)]
         meta = {"length": torch.full((m,), N), "b_digits": torch.full((m,), M)}
