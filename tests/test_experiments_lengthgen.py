@@ -155,6 +155,15 @@ def test_multiplication_priming_changes_only_the_primed_examples_and_their_rate(
     assert {config.task.params["scratchpad"] for config in arms.values()} == {"partial_products"}
 
 
+def test_relative_priming_is_the_same_recipe_with_the_ids_read_as_a_bias(data_dir):
+    paper, relative = ({(v.labels["pos"], v.labels["seed"]): v.config for v in EXPERIMENTS[name].variants(False)}
+                       for name in ("multiplication-priming", "multiplication-priming-relative"))
+    assert set(paper) == set(relative) and len(paper) == 9
+    for arm, config in relative.items():
+        assert config.model.pos == "coupling_relative"
+        assert config.replace(**{"model.pos": "coupling"}).run_id == paper[arm].run_id, arm
+
+
 def test_multiplication_trains_the_papers_scratchpad_beside_the_running_sums(data_dir):
     arms = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multiplication"].variants(False)
             if v.labels["seed"] == 0}
