@@ -26,6 +26,7 @@ def pack(significance, level=0, shifted=None):
     return significance + LEVEL_STRIDE * level + SHIFT_STRIDE * third
 
 
-def unpack(position: int) -> tuple[int, int, int]:
-    """(significance, level, shifted significance, 0 where none) of one packed id."""
-    return position % LEVEL_STRIDE, position // LEVEL_STRIDE % MAX_LEVELS, max(position // SHIFT_STRIDE - 1, 0)
+def unpack(positions):
+    """(significance, level, shifted significance, 0 where none) of packed ids: ints or tensors alike."""
+    third = positions // SHIFT_STRIDE
+    return positions % LEVEL_STRIDE, positions // LEVEL_STRIDE % MAX_LEVELS, third - (third > 0) * 1

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..registry import Registry
-from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS, SHIFT_STRIDE, SHIFTED_ROW  # packed ids: see coupled_ids
+from ..coupled_ids import MAX_LEVELS, SHIFTED_ROW, unpack  # packed ids: see coupled_ids
 from .embedding import Embedding
 from .heads import attention_head_dim
 
@@ -104,7 +104,7 @@ class Coupling(TableEncoding):
         nn.init.normal_(self.levels.weight, std=0.02)
 
     def embed(self, positions: Tensor) -> Tensor:
-        significance, level, shifted = split_ids(positions)
+        significance, level, shifted = unpack(positions)
         embedded = super().embed(significance) + self.levels(level)
         if not bool(shifted.any()):
             return embedded
@@ -114,21 +114,6 @@ class Coupling(TableEncoding):
             raise ConfigError("task.max_position", int(significance.max()),
                               f"expected position ids below {SHIFTED_ROW} with shifted ids (rows above are theirs)")
         return embedded + super().embed(SHIFTED_ROW + shifted) * (shifted > 0).unsqueeze(-1)
-
-
-def split_ids(positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Packed coupled ids -> (significance, level, shifted significance, 0 where none); see coupled_ids."""
-    significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE % MAX_LEVELS
-    shifted = (positions // SHIFT_STRIDE - 1).clamp(min=0)
-    return significance, level, shifted
-
-
-def split_levels(positions: Tensor) -> tuple[Tensor, Tensor]:
-    """Packed two-level coupled ids -> (significance, level)."""
-    significance, level = positions % LEVEL_STRIDE, positions // LEVEL_STRIDE
-    if int(level.max()) >= MAX_LEVELS:
-        raise ConfigError("task", int(level.max()), f"at most {MAX_LEVELS - 1} coupling levels are supported")
-    return significance, level
 
 
 @POSITIONS.register("abacus")

@@ -14,9 +14,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..coupled_ids import MAX_LEVELS, SHIFT_STRIDE
+from ..coupled_ids import MAX_LEVELS, SHIFT_STRIDE, unpack
 from .embedding import Embedding
-from .positions import POSITIONS, PositionalEncoding, split_ids, split_levels
+from .positions import POSITIONS, PositionalEncoding
 
 
 def _shared_rows(positions: Tensor) -> Tensor:
@@ -134,17 +134,16 @@ class CouplingRelative(PositionalEncoding):
         self.levels = Embedding(MAX_LEVELS, config.d_model)
 
     def embed(self, positions: Tensor) -> Tensor | None:
-        _, level, _ = split_ids(positions)
+        _, level, _ = unpack(positions)
         if int(level.max()) == 0:
             return None  # single-level ids: the ids act through the bias alone
         return self.levels(level)
 
     def bias(self, layer, positions):
         rows = _shared_rows(positions)
-        if int(rows.max()) < SHIFT_STRIDE:
-            significance, _ = split_levels(rows)
+        significance, _, shifted = unpack(rows)
+        if int(rows.max()) < SHIFT_STRIDE:  # no third id: significance alone, between every pair
             return self.distance_bias(layer, significance)
-        significance, _, shifted = split_ids(rows)
         return self.distance_bias(layer, significance, both_carry=True) + \
             self.distance_bias(layer, shifted, both_carry=True)
 
