@@ -163,11 +163,12 @@ MULTIPLICATIONS = {"coupling": ["model.pos=coupling", _PAPERS_PRODUCTS], "nope":
                    "coupling, running sums": ["model.pos=coupling"]}
 
 
-def _multiplication(name: str, description: str, encodings: dict, claims: list[Claim], **options):
-    """N x 2 multiplication on 1-5 digit N: 2-layer width-64 models, 3000 steps, evaluated to 10 digits."""
-    lengthgen(name, description, ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=[3, 5, 7, 10],
-              encodings=encodings, model=STRINGS, steps=3000, fast_steps=60, headline_length=10, claims=claims,
-              **options)
+def _multiplication(name: str, description: str, encodings: dict, claims: list[Claim], lengths=(3, 5, 7, 10),
+                    headline_length: int = 10, **options):
+    """N x 2 multiplication on 1-5 digit N: 2-layer width-64 models, 3000 steps, evaluated at `lengths`."""
+    lengthgen(name, description, ["task.name=multiplication", "task.max_digits=5"], train_max=5, lengths=list(lengths),
+              encodings=encodings, model=STRINGS, steps=3000, fast_steps=60, headline_length=headline_length,
+              claims=claims, **options)
 
 
 _multiplication(
@@ -327,12 +328,12 @@ def primings(pos: str) -> dict[str, list[str]]:
 
 
 def _priming(name: str, pos: str, description: str, method: str, untested=()):
-    """Train-set priming at 15 digits on N x 2 multiplication (1-5 digits), the rule above, `pos` reading the ids."""
+    """Train-set priming at 15 digits on N x 2 multiplication (1-5 digits, evaluated to 20), the rule above,
+    `pos` reading the ids."""
     arms = primings(pos)
-    lengthgen(
-        name, description, ["task.name=multiplication", "task.max_digits=5"], train_max=5,
-        lengths=[3, 5, 7, 10, 15, 20], encodings=arms, model=STRINGS, steps=3000, fast_steps=60,
-        headline_length=PRIMED_DIGITS, fast_encodings={label: arms[label] for label in ("unprimed", "50 primed")},
+    _multiplication(
+        name, description, arms, lengths=(3, 5, 7, 10, 15, 20), headline_length=PRIMED_DIGITS,
+        fast_encodings={label: arms[label] for label in ("unprimed", "50 primed")},
         claims=[gains(f"{count} primed", "unprimed", PRIMED_DIGITS, 0.3, f"Priming the training set with {count} "
                       "long examples (N of 15 digits) lifts N x 2 multiplication's exact match at 15 digits (3x the "
                       "trained 5) by at least 30 points over the same model trained without them", PRIMING,
