@@ -397,6 +397,10 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     app.selectbox(key="train_task").select("multiplication").run()
     scratchpad = app.selectbox(key="train_multiplication_task.scratchpad")
     assert scratchpad.options == ["running", "partial_products"] and scratchpad.value == "running"
+    app.selectbox(key="train_task").select("multi_operand_addition").run()
+    scratchpad = app.selectbox(key="train_multi_operand_addition_task.scratchpad")
+    assert scratchpad.options == ["running", "padded"] and scratchpad.value == "running"
+    assert app.text_input(key="train_multi_operand_addition_task.equal_lengths").value == "0.0"
 
 
 def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):

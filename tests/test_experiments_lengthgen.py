@@ -196,7 +196,8 @@ def test_multiplication_priming_runs_end_to_end_in_fast_mode(data_dir):
 
 def test_multi_level_coupling_ablation_drops_only_the_operand_level(data_dir):
     """One experiment per reading of the ids: the paper's learned table, and our relative bias."""
-    for name, pos in (("multi-level-coupling", "coupling"), ("multi-level-coupling-relative", "coupling_relative")):
+    for name, pos in (("multi-level-coupling", "coupling"), ("multi-level-coupling-relative", "coupling_relative"),
+                      ("multi-level-coupling-padded", "coupling")):
         arms = {v.labels["pos"]: v.config for v in EXPERIMENTS[name].variants(False) if v.labels["seed"] == 0}
         assert set(arms) == {f"multi-level {pos}", f"single-level {pos}"}
         multi, single = arms[f"multi-level {pos}"], arms[f"single-level {pos}"]
@@ -211,10 +212,18 @@ def test_multi_level_coupling_ablation_drops_only_the_operand_level(data_dir):
     assert paper.train.steps > recipe["coupling"].train.steps
     shorter = {"train.steps": recipe["coupling"].train.steps, "probes.every": recipe["coupling"].probes.every}
     assert paper.replace(**shorter).run_id == recipe["coupling"].run_id, "only the budget differs"
+    # the paper's data: the same task with its padded scratchpad and equal-length samples, both arms
+    padded = {v.labels["pos"]: v.config for v in EXPERIMENTS["multi-level-coupling-padded"].variants(False)
+              if v.labels["seed"] == 0}
+    for config in padded.values():
+        assert config.task.params["scratchpad"] == "padded" and config.task.params["equal_lengths"] == 0.5
+    ours = padded["multi-level coupling"].replace(**{"task.scratchpad": "running", "task.equal_lengths": 0.0})
+    assert ours.run_id == recipe["coupling"].run_id, "only the data's format differs from the multi-operand recipe"
 
 
 @pytest.mark.parametrize("name,pos", [("multi-level-coupling", "coupling"),
-                                      ("multi-level-coupling-relative", "coupling_relative")])
+                                      ("multi-level-coupling-relative", "coupling_relative"),
+                                      ("multi-level-coupling-padded", "coupling")])
 def test_multi_level_coupling_runs_end_to_end_in_fast_mode(data_dir, name, pos):
     result = run_experiment(name, fast=True, progress=False)
     assert set(result.table.pos) == {f"multi-level {pos}", f"single-level {pos}"}

@@ -143,9 +143,60 @@ def test_multi_operand_single_level_ids_keep_significance_and_drop_the_operand_l
     assert int(single.position_ids.max()) < LEVEL_STRIDE < int(multi.position_ids.max())
 
 
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(1, 12)),
+       levels=st.sampled_from([1, 2]), train=st.booleans())
+def test_multi_operand_padded_scratchpad_is_the_papers(seed, length, levels, train):
+    """scratchpad=padded: operands and sums zero-padded to the sum's width, the zero sum s_0 first; s_i at
+    level i, a_i at s_{i-1}'s, '=' at s_0's, the '>' before s_i at s_i's; significance as in addition."""
+    task = build_task("multi_operand_addition", {"max_digits": 4, "max_operands": 4, "scratchpad": "padded",
+                                                 "levels": levels})
+    batch = task.sample(12, gen(seed), length=length, train=train)
+    for symbols, answer, positions, prompt_size in rows(task, batch):
+        operands = "".join(symbols[1:prompt_size - 1]).split("+")
+        k, W = len(operands), len(operands[0])
+        n = max(len(o.lstrip("0") or "0") for o in operands)
+        assert W == n + len(str(k - 1)) and all(len(o) == W for o in operands)
+        assert length is None or n == length or all(int(o) == 0 for o in operands)
+        sums = "".join(answer)[:-1].split(">")
+        assert answer[-1] == "$" and len(sums) == k + 1 and sums[0] == "0" * W
+        running = 0
+        for operand, written in zip(operands, sums[1:]):
+            running += int(operand)
+            assert written == str(running).zfill(W)[::-1]
+        if k == 4:  # the most operands: the length the task reserves for n digits
+            assert len(positions) == task.sequence_length(n)
+        sig = [p % LEVEL_STRIDE for p in positions]
+        level = [p // LEVEL_STRIDE for p in positions]
+        start, sum_level = sig[prompt_size - 1], level[prompt_size - 1]  # '=': the zero sum's ids
+        step = 1 if levels == 2 else 0
+        expected = [(0, 0)]
+        for i in range(k):  # a_{i+1} and its operator at s_i's level ('=' after the last: s_0's)
+            expected += [(start + s, sum_level + step * i) for s in range(W, 0, -1)]
+            expected += [(start, sum_level + step * i if i < k - 1 else sum_level)]
+        for i in range(k + 1):
+            expected += ([(start, sum_level + step * i)] if i else []) + [(start + s, sum_level + step * i)
+                                                                            for s in range(1, W + 1)]
+        assert list(zip(sig, level))[: len(expected)] == expected
+        if not train:
+            assert start == 1 and sum_level == step
+
+
+def test_multi_operand_equal_lengths_draws_one_length_per_sample():
+    """equal_lengths=1: every training sample's operands have one length; 0 (the default) keeps the
+    draws of every earlier run."""
+    same = build_task("multi_operand_addition", {"equal_lengths": 1.0, "scratchpad": "padded", "min_digits": 3})
+    for symbols, _, _, prompt_size in rows(same, same.sample(64, gen(3), train=True)):
+        operands = "".join(symbols[1:prompt_size - 1]).split("+")
+        assert len({len(o.lstrip("0")) for o in operands}) == 1
+    default, explicit = build_task("multi_operand_addition"), build_task("multi_operand_addition", {"equal_lengths": 0.0})
+    assert torch.equal(default.sample(32, gen(5), train=True).tokens, explicit.sample(32, gen(5), train=True).tokens)
+
+
 def test_multi_operand_bad_params():
     for bad in ({"min_operands": 1}, {"max_operands": 70}, {"eval_operands": 1}, {"max_position": 3},
-                {"max_level": 2, "max_operands": 5}, {"levels": 3}, {"levels": 0}):
+                {"max_level": 2, "max_operands": 5}, {"levels": 3}, {"levels": 0}, {"scratchpad": "paper"},
+                {"equal_lengths": 1.5}, {"scratchpad": "padded", "max_level": 5, "max_operands": 5}):
         with pytest.raises(ConfigError):
             build_task("multi_operand_addition", bad)
 

@@ -221,7 +221,7 @@ def _icl_boolean(states, claim):
 
 
 def _labelled_lengths(states, experiment, claim):
-    """sort-hint, addition-format, multiplication-priming(-relative), multi-level-coupling(-relative),
+    """sort-hint, addition-format, multiplication-priming(-relative), multi-level-coupling(-relative, -padded),
     coupling-budget and multiplication-coupling-relative: a gain (or reach) claim's model (or every budget)
     100% at every length ('pass') or 0% beyond training, its baseline fitting the training lengths and at 0%
     beyond (20% inside on 'unclear'); a spread claim's seeds alternate 35% and 65% at every length ('pass')
@@ -280,7 +280,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _lengthgen(states, experiment, claim)
     if name in ("sort-hint", "addition-format", "multiplication-priming", "multi-level-coupling",
                 "multi-level-coupling-relative", "coupling-budget", "multiplication-coupling-relative",
-                "multiplication-priming-relative"):
+                "multiplication-priming-relative", "multi-level-coupling-padded"):
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)

@@ -134,6 +134,8 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
                   ("model", None, "looped", False), ("task.params", "multi_operand_addition", "levels", 2),
+                  ("task.params", "multi_operand_addition", "scratchpad", "running"),
+                  ("task.params", "multi_operand_addition", "equal_lengths", 0.0),
                   ("task.params", "copy", "couple_end", False), ("task.params", "reverse", "couple_end", False),
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")

@@ -226,16 +226,16 @@ _LEVELS_METHOD = "2-5 operands of 1-5 digits with a running-sum scratchpad"
 
 
 def _level_ablation(name: str, pos: str, steps: int, description: str, claim_text: str, method: str, key: str,
-                    untested=()):
+                    untested=(), task=_LEVELS_TASK, more_claims=()):
     """The multi-operand task with the level kept or dropped from `pos`'s coupled ids, judged at 10 digits."""
     arms = {f"{levels} {pos}": [f"model.pos={pos}"] + (["task.levels=1"] if levels == "single-level" else [])
             for levels in ("multi-level", "single-level")}
     lengthgen(
-        name, description, _LEVELS_TASK, train_max=5, lengths=[3, 5, 7, 10], encodings=arms, model=STRINGS,
+        name, description, task, train_max=5, lengths=[3, 5, 7, 10], encodings=arms, model=STRINGS,
         steps=steps, fast_steps=60, headline_length=10,
         claims=[gains(f"multi-level {pos}", f"single-level {pos}", 10, 0.3, claim_text, MULTI_LEVEL,
                       "~2-3x length generalization with multi-level coupling (the ablation's numbers are not quoted "
-                      "here)", method=method, key=key)],
+                      "here)", method=method, key=key), *more_claims],
         untested=untested)
 
 
@@ -260,6 +260,30 @@ _level_ablation(
     "operand length by at least 30 points over single-level ones",
     f"coupled ids as a relative bias (`coupling_relative`), not the paper's learned table; {_LEVELS_METHOD}, judged "
     "at 10 digits", "multi-beats-single-relative")
+
+# The same ablation on the paper's own multi-operand data (Cho et al.'s code, `task.scratchpad=padded`):
+# every operand zero-padded to the sum's width, a zero first sum, half the training samples with operands
+# of one length (`task.equal_lengths=0.5`). Where the running-sum recipes above break, at 7 digits, the
+# models close each sum a digit early: no operand digit carries a sum's top significance. Padding gives
+# it one. The ablation's rule and bar are the recipes' above; the multi-level arm is also judged by the
+# paper's headline claim, with the other arithmetic recipes' bar (>= 50% at 2x). Both set before the runs.
+_PAPERS_DATA = [*_LEVELS_TASK, "task.scratchpad=padded", "task.equal_lengths=0.5"]
+_PAPERS_DATA_METHOD = ("the paper's data (operands and sums padded to the sum's width, a zero first sum, half the "
+                       "samples with operands of one length); 2-5 operands of 1-5 digits (the paper: up to 10 of up "
+                       "to 10), judged at 10 digits (2x); a 2-layer d_model 64 model")
+_level_ablation(
+    "multi-level-coupling-padded", "coupling", 3000,
+    "Multi-operand addition as the paper's code writes it (2-5 operands of 1-5 digits, zero-padded to the sum's "
+    "width, running sums from a zero sum, half the samples with operands of one length), with two-level or "
+    "single-level coupled ids read by the paper's learned table (`coupling`); 2-layer Transformers (d_model 64, "
+    "4 heads), 3000 steps, evaluated to 10 digits, seeds 0-2.",
+    "With the paper's multi-operand data, multi-level position coupling (significance and operand ids) lifts exact "
+    "match at 2x the trained operand length by at least 30 points over single-level coupling (significance ids "
+    "only)", _PAPERS_DATA_METHOD, "multi-beats-single-padded", task=_PAPERS_DATA,
+    more_claims=[reaches("multi-level coupling", 10, 0.5, "Multi-level position coupling with the paper's scratchpad "
+                         "lets a model trained on 2-5 operands of 1-5 digits add operands of 10 digits (2x)",
+                         MULTI_LEVEL, "~2-3x length generalization", method=_PAPERS_DATA_METHOD,
+                         key="multi-level-reaches-2x")])
 
 
 ROBUSTNESS = ("2402.09371",)  # Zhou et al. 2024, length generalization but not robustly

@@ -12,6 +12,15 @@ significance j gets start + j, '+', '=', '>' get start; start random in training
 evaluation), level i for operand a_i, for running sum s_i and for the operator after either
 (level offset random in training too, so every level up to max_level is trained). BOS/EOS/PAD: 0.
 `levels=1` keeps significance only (every level 0): the paper's single-level ablation.
+
+`scratchpad=padded` is the paper's code's format (Cho et al.'s `MultipleAdditionScratchPadDataset`):
+`^ 0 0 7 + 0 1 2 + 0 0 5 = 0 0 0 > 7 0 0 > 9 1 0 > 4 2 0 $`. Every operand is zero-padded to the sum's
+width W, so each digit of a sum has an operand digit of the same significance, the top one included,
+and the sums start from a zero sum s_0: every step is s_i = s_{i-1} + a_i, the same for every i.
+Levels: s_i gets level i and a_i shares s_{i-1}'s (the level before the sum it enters), '+' after a_i
+its operand's, '=' the zero sum's, the '>' before s_i that sum's. `equal_lengths` is the share of
+training samples whose operands all have one length (the paper's code: 0.5; the others draw each
+operand's length on its own).
 The length axis is digits per operand; the operand count of a test set is `eval_operands`
 (0: drawn from the training range).
 """
@@ -22,10 +31,13 @@ from dataclasses import dataclass, field
 import torch
 
 from ..coupled_ids import LEVEL_STRIDE, MAX_LEVELS
-from ..errors import check
+from ..errors import ConfigError, check
 from .addition import DIGITS, random_operands
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
 from .common import check_range, column, random_start
+
+
+SCRATCHPADS = ("running", "padded")
 
 
 @dataclass
@@ -40,6 +52,11 @@ class MultiOperandParams:
     levels: int = field(default=2, metadata={"help": "position-id levels: 2 (significance and operand, multi-level "
                                                      "coupling) or 1 (significance only: the single-level ablation)",
                                              "choices": (1, 2)})
+    scratchpad: str = field(default="running", metadata={
+        "help": "running (ours: operands at their own width, the first sum is a_1) or padded (the paper's: "
+                "operands and sums zero-padded to the sum's width, a zero sum first)", "choices": SCRATCHPADS})
+    equal_lengths: float = field(default=0.0, metadata={
+        "help": "share of training samples whose operands all have one length (the paper's code: 0.5)"})
 
 
 def sum_width(n: int, k: int) -> int:
@@ -79,9 +96,12 @@ class MultiOperandAddition(Task):
         check(p.levels in (1, 2), "task.levels", p.levels, "expected 1 (single-level ids) or 2 (multi-level)")
         check(p.eval_operands == 0 or p.eval_operands >= 2, "task.eval_operands", p.eval_operands,
               "expected 0 (training range) or >= 2")
-        most = max(p.max_operands, p.eval_operands)
+        if p.scratchpad not in SCRATCHPADS:
+            raise ConfigError("task.scratchpad", p.scratchpad, choices=SCRATCHPADS)
+        check(0.0 <= p.equal_lengths <= 1.0, "task.equal_lengths", p.equal_lengths, "expected a share from 0 to 1")
+        most = max(p.max_operands, p.eval_operands) + (p.scratchpad == "padded")  # the zero sum takes a level
         check(most <= p.max_level <= MAX_LEVELS - 1, "task.max_level", p.max_level,
-              f"expected {most}..{MAX_LEVELS - 1} (at least the number of operands)")
+              f"expected {most}..{MAX_LEVELS - 1} (at least the number of running sums)")
         width = sum_width(p.max_digits, p.max_operands)
         check(p.max_position >= width + 1, "task.max_position", p.max_position,
               f"expected >= {width + 1} (the widest running sum + 1)")
@@ -96,8 +116,10 @@ class MultiOperandAddition(Task):
         return self.params.eval_operands or self.params.max_operands
 
     def sequence_length(self, length: int) -> int:
-        k = self.eval_count()
-        return 1 + k * (length + 1) + k * (sum_width(length, k) + 1) - 1
+        k, W = self.eval_count(), sum_width(length, self.eval_count())
+        if self.params.scratchpad == "padded":  # BOS, k operands and operators, s_0, k of '>' and a sum, EOS
+            return 1 + k * (W + 1) + W + k * (W + 1) + 1 - 1
+        return 1 + k * (length + 1) + k * (W + 1) - 1
 
     def max_position_id(self, length: int) -> int:
         return max(self.params.max_position, sum_width(length, self.eval_count()) + 1)
@@ -113,10 +135,14 @@ class MultiOperandAddition(Task):
             m = idx.numel()
             if length is None:
                 lengths = torch.randint(p.min_digits, p.max_digits + 1, (m, k), generator=generator)
+                if p.equal_lengths > 0:  # drawn only then, so the default's data stays as it was
+                    equal = torch.rand(m, generator=generator) < p.equal_lengths
+                    lengths[equal] = lengths[equal, :1]
             else:
                 lengths = torch.full((m, k), length)
             width = lengths.max(1).values
-            groups += [self._fixed(w, k, lengths[sub], generator, train) for w, sub in split_by_length(width)]
+            build = self._padded if p.scratchpad == "padded" else self._fixed
+            groups += [build(w, k, lengths[sub], generator, train) for w, sub in split_by_length(width)]
         return concat_padded(groups)
 
     def _fixed(self, n: int, k: int, lengths: torch.Tensor, generator, train: bool) -> Batch:
@@ -143,5 +169,35 @@ class MultiOperandAddition(Task):
                                 torch.cat([base + torch.arange(n, 0, -1), base], 2).reshape(m, -1)], 1)
         answer = torch.cat([sums + zero, separators], 2).reshape(m, -1)
         answer_pos = torch.cat([base + torch.arange(1, W + 1), separator_pos], 2).reshape(m, -1)
+        meta = {"length": torch.full((m,), n), "operands": torch.full((m,), k)}
+        return assemble(prompt, answer, prompt_pos, answer_pos, meta)
+
+    def _padded(self, n: int, k: int, lengths: torch.Tensor, generator, train: bool) -> Batch:
+        """The paper's scratchpad (see the module's docstring): operands and sums W wide, s_0 = 0 first."""
+        m, W, v = lengths.shape[0], sum_width(n, k), self.vocab
+        operands = torch.stack([random_operands(W, lengths[:, i], generator) for i in range(k)], 1)
+        sums = torch.cat([torch.zeros(m, 1, W, dtype=torch.long), running_sums(operands, W)], 1)  # s_0 .. s_k
+        zero = v["0"]
+        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
+        level0 = random_start(m, k + 1, self.params.max_level, generator, train, first=0)
+        level = (level0 + torch.arange(1, k + 2)) * LEVEL_STRIDE  # (m, k + 1): s_0 .. s_k
+        if self.params.levels == 1:
+            level = torch.zeros_like(level)
+        base = start[:, :, None] + level[:, :, None]  # (m, k + 1, 1): each sum's id at significance 0
+
+        # Operand i (1-based) with the operator after it, at s_{i-1}'s level; the last operator is '=',
+        # at the zero sum's level. Then s_0; then each s_i after its '>'; then EOS (id 0).
+        operators = torch.full((m, k, 1), v["+"])
+        operators[:, -1] = v["="]
+        operator_pos = base[:, :k].clone()
+        operator_pos[:, -1] = base[:, 0]
+        prompt = torch.cat([column(m, v[BOS]), torch.cat([operands.flip(2) + zero, operators], 2).reshape(m, -1)], 1)
+        prompt_pos = torch.cat([torch.zeros(m, 1, dtype=torch.long),
+                                torch.cat([base[:, :k] + torch.arange(W, 0, -1), operator_pos], 2).reshape(m, -1)], 1)
+        digits_pos = base + torch.arange(1, W + 1)  # (m, k + 1, W)
+        steps = torch.cat([torch.full((m, k, 1), v[">"]), sums[:, 1:] + zero], 2).reshape(m, -1)
+        steps_pos = torch.cat([base[:, 1:], digits_pos[:, 1:]], 2).reshape(m, -1)
+        answer = torch.cat([sums[:, 0] + zero, steps, column(m, v[EOS])], 1)
+        answer_pos = torch.cat([digits_pos[:, 0], steps_pos, torch.zeros(m, 1, dtype=torch.long)], 1)
         meta = {"length": torch.full((m,), n), "operands": torch.full((m,), k)}
         return assemble(prompt, answer, prompt_pos, answer_pos, meta)
