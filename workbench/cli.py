@@ -354,7 +354,7 @@ def _eval_offsets(args) -> int:
 
 def cmd_task(args) -> int:
     from .tasks import TASKS, build_task
-    from .tasks.show import show_examples, unpacked_ids
+    from .tasks.show import aligned_rows, show_examples, unpacked_ids
 
     if args.task_command == "list":
         for name in TASKS.names():
@@ -390,8 +390,7 @@ def cmd_task(args) -> int:
             width = max(width, 5)
             rows.update({f"vec[{j}]": [f"{v[j]:.2f}" for v in example["vectors"]]
                          for j in range(len(example["vectors"][0]))})
-        for name, values in rows.items():
-            print(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values))
+        print(aligned_rows(rows, width))
     return 0
 
 

@@ -51,6 +51,18 @@ def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
     return rows
 
 
+def aligned_rows(rows: dict[str, list], width: int | None = None) -> str:
+    """Named rows, one per line, every value right-aligned to `width` (default: the widest value), so the
+    columns line up token by token."""
+    width = width or max(len(str(v)) for values in rows.values() for v in values)
+    return "\n".join(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values) for name, values in rows.items())
+
+
+def ids_table(example: dict) -> str:
+    """An example's tokens over its position ids, one row per id field (notebooks print this)."""
+    return aligned_rows({"token": example["tokens"], **unpacked_ids(example["position_ids"])}, width=2)
+
+
 def _rounded(t: torch.Tensor):
     """Plain Python values; floats to 4 decimals so a shown sample stays readable."""
     if t.is_floating_point():
