@@ -1,7 +1,8 @@
 """Multi-operand addition with a running-sum scratchpad and two-level position coupling
 (Cho et al. 2024b, arXiv 2410.15787).
 
-`^ 0 7 + 1 2 + 0 5 = 7 0 0 > 9 1 0 > 4 2 0 $`: k operands zero-padded to n digits (most
+`scratchpad=running` (ours, the default): `^ 0 7 + 1 2 + 0 5 = 7 0 0 > 9 1 0 > 4 2 0 $`: k operands
+zero-padded to n digits (most
 significant first); the answer lists the running sums s_1 = a_1, s_i = s_{i-1} + a_i, each
 written least significant digit first and zero-padded to W = n + digits(k - 1) digits, separated
 by '>'; the last one is the result. Loss on the whole answer.
@@ -12,6 +13,8 @@ significance j gets start + j, '+', '=', '>' get start; start random in training
 evaluation), level i for operand a_i, for running sum s_i and for the operator after either
 (level offset random in training too, so every level up to max_level is trained). BOS/EOS/PAD: 0.
 `levels=1` keeps significance only (every level 0): the paper's single-level ablation.
+The length axis is digits per operand; the operand count of a test set is `eval_operands`
+(0: drawn from the training range).
 
 `scratchpad=padded` is the paper's code's format (Cho et al.'s `MultipleAdditionScratchPadDataset`):
 `^ 0 0 7 + 0 1 2 + 0 0 5 = 0 0 0 > 7 0 0 > 9 1 0 > 4 2 0 $`. Every operand is zero-padded to the sum's
@@ -21,8 +24,6 @@ Levels: s_i gets level i and a_i shares s_{i-1}'s (the level before the sum it e
 its operand's, '=' the zero sum's, the '>' before s_i that sum's. `equal_lengths` is the share of
 training samples whose operands all have one length (the paper's code: 0.5; the others draw each
 operand's length on its own).
-The length axis is digits per operand; the operand count of a test set is `eval_operands`
-(0: drawn from the training range).
 """
 from __future__ import annotations
 
@@ -145,16 +146,22 @@ class MultiOperandAddition(Task):
             groups += [build(w, k, lengths[sub], generator, train) for w, sub in split_by_length(width)]
         return concat_padded(groups)
 
+    def _ids(self, m: int, W: int, count: int, generator, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The significance start (m, 1) for sums W wide and `count` consecutive levels (m, count), packed
+        (each level times LEVEL_STRIDE), from a random first level in training."""
+        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
+        level0 = random_start(m, count, self.params.max_level, generator, train, first=0)
+        level = (level0 + torch.arange(1, count + 1)) * LEVEL_STRIDE
+        if self.params.levels == 1:  # drawn all the same, so both ablation arms see the same digits
+            level = torch.zeros_like(level)
+        return start, level
+
     def _fixed(self, n: int, k: int, lengths: torch.Tensor, generator, train: bool) -> Batch:
         m, W, v = lengths.shape[0], sum_width(n, k), self.vocab
         operands = torch.stack([random_operands(n, lengths[:, i], generator) for i in range(k)], 1)
         sums = running_sums(operands, W)
         zero = v["0"]
-        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
-        level0 = random_start(m, k, self.params.max_level, generator, train, first=0)
-        level = (level0 + torch.arange(1, k + 1)) * LEVEL_STRIDE  # (m, k)
-        if self.params.levels == 1:  # drawn all the same, so both ablation arms see the same digits
-            level = torch.zeros_like(level)
+        start, level = self._ids(m, W, k, generator, train)  # (m, 1) and (m, k)
 
         # Each operand and each running sum as one (m, k, ...) block, flattened operand by operand:
         # operand i's digits (most significant first) and its operator ('+', '=' after the last); then
@@ -178,11 +185,7 @@ class MultiOperandAddition(Task):
         operands = torch.stack([random_operands(W, lengths[:, i], generator) for i in range(k)], 1)
         sums = torch.cat([torch.zeros(m, 1, W, dtype=torch.long), running_sums(operands, W)], 1)  # s_0 .. s_k
         zero = v["0"]
-        start = random_start(m, W, self.params.max_position, generator, train, offset=self.id_offset)
-        level0 = random_start(m, k + 1, self.params.max_level, generator, train, first=0)
-        level = (level0 + torch.arange(1, k + 2)) * LEVEL_STRIDE  # (m, k + 1): s_0 .. s_k
-        if self.params.levels == 1:
-            level = torch.zeros_like(level)
+        start, level = self._ids(m, W, k + 1, generator, train)  # level: (m, k + 1), s_0 .. s_k
         base = start[:, :, None] + level[:, :, None]  # (m, k + 1, 1): each sum's id at significance 0
 
         # Operand i (1-based) with the operator after it, at s_{i-1}'s level; the last operator is '=',
