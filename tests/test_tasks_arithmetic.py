@@ -189,7 +189,8 @@ def test_multi_operand_equal_lengths_draws_one_length_per_sample():
     for symbols, _, _, prompt_size in rows(same, same.sample(64, gen(3), train=True)):
         operands = "".join(symbols[1:prompt_size - 1]).split("+")
         assert len({len(o.lstrip("0")) for o in operands}) == 1
-    default, explicit = build_task("multi_operand_addition"), build_task("multi_operand_addition", {"equal_lengths": 0.0})
+    default = build_task("multi_operand_addition")
+    explicit = build_task("multi_operand_addition", {"equal_lengths": 0.0})
     assert torch.equal(default.sample(32, gen(5), train=True).tokens, explicit.sample(32, gen(5), train=True).tokens)
 
 

@@ -85,7 +85,8 @@ def running_sums(operands: torch.Tensor, width: int) -> torch.Tensor:
 class MultiOperandAddition(Task):
     name = "multi_operand_addition"
     Params = MultiOperandParams
-    description = "sum of several operands with a running-sum scratchpad and two-level coupled ids"
+    description = ("sum of several operands with a running-sum scratchpad (ours, or the paper's zero-padded one) "
+                   "and two-level coupled ids")
     length_name = "digits per operand"
     uses_position_ids = True
     coupled_first = 1
