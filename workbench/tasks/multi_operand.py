@@ -157,6 +157,18 @@ class MultiOperandAddition(Task):
             level = torch.zeros_like(level)
         return start, level
 
+    def _operands(self, operands: torch.Tensor, operators: torch.Tensor, base: torch.Tensor,
+                  operator_pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The prompt of either scratchpad: BOS, then each operand of (m, k, width) digits, most significant
+        first, and the operator after it, with their ids: digit of significance s at base + s (base: (m, k,
+        1), each operand's id at significance 0), the operator at operator_pos (m, k, 1); BOS carries 0."""
+        m, width = operands.shape[0], operands.shape[2]
+        digits = operands.flip(2) + self.vocab["0"]
+        prompt = torch.cat([column(m, self.vocab[BOS]), torch.cat([digits, operators], 2).reshape(m, -1)], 1)
+        prompt_pos = torch.cat([torch.zeros(m, 1, dtype=torch.long),
+                                torch.cat([base + torch.arange(width, 0, -1), operator_pos], 2).reshape(m, -1)], 1)
+        return prompt, prompt_pos
+
     def _fixed(self, n: int, k: int, lengths: torch.Tensor, generator, train: bool) -> Batch:
         m, W, v = lengths.shape[0], sum_width(n, k), self.vocab
         operands = torch.stack([random_operands(n, lengths[:, i], generator) for i in range(k)], 1)
@@ -172,9 +184,7 @@ class MultiOperandAddition(Task):
         operators[:, -1], separators[:, -1] = v["="], v[EOS]
         separator_pos = base.clone()
         separator_pos[:, -1] = 0
-        prompt = torch.cat([column(m, v[BOS]), torch.cat([operands.flip(2) + zero, operators], 2).reshape(m, -1)], 1)
-        prompt_pos = torch.cat([torch.zeros(m, 1, dtype=torch.long),
-                                torch.cat([base + torch.arange(n, 0, -1), base], 2).reshape(m, -1)], 1)
+        prompt, prompt_pos = self._operands(operands, operators, base, base)
         answer = torch.cat([sums + zero, separators], 2).reshape(m, -1)
         answer_pos = torch.cat([base + torch.arange(1, W + 1), separator_pos], 2).reshape(m, -1)
         meta = {"length": torch.full((m,), n), "operands": torch.full((m,), k)}
@@ -195,9 +205,7 @@ class MultiOperandAddition(Task):
         operators[:, -1] = v["="]
         operator_pos = base[:, :k].clone()
         operator_pos[:, -1] = base[:, 0]
-        prompt = torch.cat([column(m, v[BOS]), torch.cat([operands.flip(2) + zero, operators], 2).reshape(m, -1)], 1)
-        prompt_pos = torch.cat([torch.zeros(m, 1, dtype=torch.long),
-                                torch.cat([base[:, :k] + torch.arange(W, 0, -1), operator_pos], 2).reshape(m, -1)], 1)
+        prompt, prompt_pos = self._operands(operands, operators, base[:, :k], operator_pos)
         digits_pos = base + torch.arange(1, W + 1)  # (m, k + 1, W)
         steps = torch.cat([torch.full((m, k, 1), v[">"]), sums[:, 1:] + zero], 2).reshape(m, -1)
         steps_pos = torch.cat([base[:, 1:], digits_pos[:, 1:]], 2).reshape(m, -1)

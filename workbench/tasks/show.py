@@ -51,10 +51,8 @@ def unpacked_ids(positions: list[int]) -> dict[str, list[int]]:
     return rows
 
 
-def aligned_rows(rows: dict[str, list], width: int | None = None) -> str:
-    """Named rows, one per line, every value right-aligned to `width` (default: the widest value), so the
-    columns line up token by token."""
-    width = width or max(len(str(v)) for values in rows.values() for v in values)
+def aligned_rows(rows: dict[str, list], width: int) -> str:
+    """Named rows, one per line, every value right-aligned to `width`, so the columns line up token by token."""
     return "\n".join(f"  {name:9s}" + " ".join(f"{str(v):>{width}}" for v in values) for name, values in rows.items())
 
 
