@@ -61,6 +61,9 @@ class ModelConfig:
     softmax: str = setting("standard", "attention softmax; clipped lets a head attend to nothing "
                                        "(Bondarenko et al. 2023)")
     gated_attention: bool = setting(False, "a learned gate on each head's output (a head can switch itself off)")
+    bidirectional: bool = setting(False, "attention: every query sees every key, as BERT's (Devlin et al. 2019) for "
+                                         "masked-language modelling, instead of only the keys before it; padding is "
+                                         "hidden. Attention layers only, with an encoding without a logit bias")
     sigma_reparam: bool = setting(False, "sigmaReparam: weights divided by their spectral norm times a learned "
                                          "scale (Zhai et al. 2023), against entropy collapse")
     d_state: int = setting(16, "SSM state size per channel")
@@ -133,9 +136,12 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("model.mixer_options", None, "gd_shared_write", False),
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
-                  ("model", None, "looped", False), ("task.params", "multi_operand_addition", "levels", 2),
+                  ("model", None, "looped", False), ("model", None, "bidirectional", False),
+                  ("task.params", "multi_operand_addition", "levels", 2),
                   ("task.params", "multi_operand_addition", "scratchpad", "running"),
                   ("task.params", "multi_operand_addition", "equal_lengths", 0.0),
+                  ("task.params", "bigram_backcopy", "objective", "next"),
+                  ("task.params", "bigram_backcopy", "mask_p", 0.15),
                   ("task.params", "copy", "couple_end", False), ("task.params", "reverse", "couple_end", False),
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
@@ -216,6 +222,7 @@ class RunConfig:
               f"expected a divisor of model.d_model ({m.d_model})")
         check(not (m.looped and m.layers), "model.looped", m.looped,
               "expected false with model.layers (a looped model repeats one block: set model.mixer and model.n_layers)")
+        _check_bidirectional(m)
         _finite_numbers(self)
         check(m.mlp_ratio >= 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0, or 0 for no MLP")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")
@@ -259,6 +266,23 @@ class RunConfig:
         for key, value in dotted.items():
             set_dotted(values, key, value)
         return RunConfig.from_dict(values)
+
+
+def _check_bidirectional(m: ModelConfig) -> None:
+    """Bidirectional attention needs every layer to be attention (the other mixers read their input in
+    order) and an encoding without a logit bias (ALiBi, T5's and FIRE's biases are functions of a
+    causal distance)."""
+    from .models import POSITIONS
+    from .models.positions import PositionalEncoding
+
+    if not m.bidirectional:
+        return
+    causal = sorted({name for name in m.layer_mixers() if name != "attention"})
+    check(not causal, "model.bidirectional", m.bidirectional,
+          f"expected false with {', '.join(causal)} layers: only attention can see later tokens")
+    unbiased = [name for name in POSITIONS.names() if POSITIONS.get(name).bias is PositionalEncoding.bias]
+    check(m.pos in unbiased, "model.pos", m.pos,
+          f"expected an encoding without a logit bias with model.bidirectional: {', '.join(unbiased)}")
 
 
 def ids_for_encoding(pos: str, task_name: str, task_params: dict) -> dict:

@@ -29,7 +29,6 @@ import torch
 from torch import Tensor
 
 from ..evaluate import eval_mode
-from ..models.mixers import MixerContext
 
 DETECTORS = ("previous_token", "duplicate_token", "induction")
 ANSWER_INDUCTION = "answer_induction"  # the fourth score, read on a task's own prompts
@@ -70,7 +69,7 @@ def unit_maps(model, tokens: Tensor, position_ids: Tensor | None = None) -> list
               for i, block in enumerate(model.blocks)]
     with eval_mode(model), torch.no_grad():
         _, cache = model.run_with_cache(tokens, position_ids, names=wanted)
-        context = MixerContext(model.encoding.positions(tokens, position_ids), model.encoding)
+        context = model.mixer_context(tokens, position_ids)
         maps = []
         for i, block in enumerate(model.blocks):
             if unit_kind(block.mixer) == "channel":

@@ -32,7 +32,6 @@ from torch import Tensor
 
 from ..errors import ConfigError
 from ..evaluate import eval_mode
-from ..models.mixers import MixerContext
 from .pairs import Pairs
 
 COMPONENTS = ("resid_pre", "mixer_out", "mlp_out", "resid_post", "units")
@@ -104,8 +103,7 @@ class Patcher:
         logits = self.expanded_run(self.corrupted, {HOOKS["resid_pre"].format(i): keep for i in range(n_layers)})
         self.corrupted_ld = float(self.answer_ld(logits[:N]).mean())
         self.expanded_tokens = self.corrupted.repeat(P, 1)
-        positions = model.encoding.positions(self.expanded_tokens, self.expanded_ids)
-        self.context = MixerContext(positions, model.encoding)
+        self.context = model.mixer_context(self.expanded_tokens, self.expanded_ids)
 
     def expanded_run(self, tokens: Tensor, listeners: dict) -> Tensor:
         """The answer position's logits of the batch repeated once per position, (P * N, vocab)."""

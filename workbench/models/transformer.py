@@ -128,20 +128,24 @@ class SequenceModel(HookedModule):
         self.name_hooks()
 
     def forward(self, tokens: Tensor, position_ids: Tensor | None = None, vectors: Tensor | None = None) -> Tensor:
-        positions = self.encoding.positions(tokens, position_ids)
+        context = self.mixer_context(tokens, position_ids)
         x = self.embed(tokens)
         if self.read_in is not None:
             if vectors is None:
                 raise ValueError(f"this model reads a {self.input_dim}-dimensional vector per position; "
                                  "call it as model(*batch.inputs())")
             x = x + self.read_in(vectors)
-        added = self.encoding.embed(positions)
+        added = self.encoding.embed(context.positions)
         if added is not None:
             x = x + added
-        context = MixerContext(positions, self.encoding)
         for block in self.applied_blocks():
             x = block(x, context)
         return self.unembed(self.norm_final(x))
+
+    def mixer_context(self, tokens: Tensor, position_ids: Tensor | None = None) -> MixerContext:
+        """What every mixer is called with beside its input, for these tokens (as forward builds it)."""
+        real = (tokens != 0) if self.config.bidirectional else None  # only bidirectional attention reads it
+        return MixerContext(self.encoding.positions(tokens, position_ids), self.encoding, real)
 
     def applied_blocks(self) -> list:
         """The blocks in the order the forward pass applies them: a looped model's one block `loops`

@@ -1,4 +1,5 @@
-"""Causal multi-head softmax attention, with the options the probes need.
+"""Multi-head softmax attention, causal unless `model.bidirectional` (then every query sees every real
+key, PAD hidden), with the options the probes need.
 
 Fast path: scaled_dot_product_attention; in CPU training, with no position bias or rotation, the
 same kernels inside one autograd function (attention_fused.py), which copies less; in training with
@@ -46,7 +47,7 @@ class AttentionOptions:
 
 @register_mixer("attention")
 class Attention(Mixer):
-    settings = ("n_heads", "softmax", "gated_attention", "logit_scaling")
+    settings = ("n_heads", "softmax", "gated_attention", "logit_scaling", "bidirectional")
     Options = AttentionOptions
 
     def __init__(self, config, layer_index):
@@ -81,6 +82,10 @@ class Attention(Mixer):
         # same products, one buffer fewer. Under autograd the product keeps its own tensor, as before.
         q = q.mul_(scale) if not torch.is_grad_enabled() and not self.hook_q.active else q * scale
         bias = context.encoding.bias(self.layer_index, context.positions)
+        if self.config.bidirectional:  # the config allows no logit bias here
+            hidden = padding_bias(context, q.dtype)
+            scores = q @ k.transpose(-1, -2)
+            return scores if hidden is None else scores + hidden
         if bias is None:
             # The batched matmul adds the causal mask as it writes the scores (one pass over T x T
             # instead of two). Adding 0 or -inf is exact: the same scores as masking afterwards.
@@ -100,7 +105,9 @@ class Attention(Mixer):
 
     def forward(self, x: Tensor, context: MixerContext) -> Tensor:
         B, T, _ = x.shape
-        explicit = self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
+        # the entropy kernels are causal: bidirectional entropy comes from the explicit pattern
+        explicit = (self.hook_pattern.active or self.hook_scores.active or self.config.softmax != "standard"
+                    or (self.hook_entropy.active and self.config.bidirectional))
         if not explicit and not self.projections_listened() and self.fused_training(x, context):
             return causal_attention(x, effective_weight(self.qkv), self.qkv.bias, effective_weight(self.out),
                                     self.out.bias, self.n_heads)
@@ -117,6 +124,9 @@ class Attention(Mixer):
             mixed, _, entropy = attention_entropy(q, k, v, bias=self.kernel_bias(context))
             self.hook_entropy(entropy)
             mixed = mixed.to(q.dtype)
+        elif self.config.bidirectional:
+            hidden = padding_bias(context, q.dtype)
+            mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=hidden)
         else:
             bias = context.encoding.bias(self.layer_index, context.positions)
             if bias is None:
@@ -143,7 +153,7 @@ class Attention(Mixer):
         encoding = type(context.encoding)
         plain_positions = encoding.rotate is PositionalEncoding.rotate and encoding.bias is PositionalEncoding.bias
         return (torch.is_grad_enabled() and x.device.type == "cpu" and plain_positions and not self.hook_entropy.active
-                and not self.config.logit_scaling and self.gate is None)
+                and not self.config.logit_scaling and self.gate is None and not self.config.bidirectional)
 
     def kernel_bias(self, context: MixerContext):
         """This layer's logit bias in the form workbench.kernels takes: None, ALiBi slopes (H,), or
@@ -170,6 +180,15 @@ class Attention(Mixer):
 
     def state_size(self, length: int) -> int:
         return 2 * self.n_heads * self.head_dim * length  # the key-value cache grows with the sequence
+
+
+def padding_bias(context: MixerContext, dtype) -> Tensor | None:
+    """(B, 1, 1, T) additive mask hiding PAD keys from bidirectional attention (0 or -inf); None when
+    every token is real. A row always keeps its first token (BOS), so no query loses every key."""
+    if context.real is None or bool(context.real.all()):
+        return None
+    hidden = torch.zeros(context.real.shape, dtype=dtype, device=context.real.device)
+    return hidden.masked_fill_(~context.real, float("-inf"))[:, None, None, :]
 
 
 def log_length_scale(T: int, device) -> Tensor:

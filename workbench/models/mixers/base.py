@@ -1,7 +1,8 @@
 """The sequence-mixer contract: every mixer sits in the same block and shows an attention-like map.
 
-A mixer maps (B, T, D) -> (B, T, D) causally. It owns `hook_pattern`, fed a (B, H, T, T) query x key
-map only while someone listens, so the map costs nothing in ordinary training, and `hook_units`,
+A mixer maps (B, T, D) -> (B, T, D) causally (attention alone may see later tokens, with
+model.bidirectional). It owns `hook_pattern`, fed a (B, H, T, T) query x key map only while someone
+listens, so the map costs nothing in ordinary training, and `hook_units`,
 its output split into units before the output projection, (B, T, U, width): heads for attention,
 linear attention and multi-head H3 (width = head dimension), channels for Mamba, S4D, H3, Hyena, LSTM
 and GRU (width 1).
@@ -31,6 +32,9 @@ MIXERS: Registry[type["Mixer"]] = Registry("mixer", "model.mixer")
 class MixerContext:
     positions: Tensor  # (B, T) integer positions chosen by the positional encoding
     encoding: nn.Module  # the model's PositionalEncoding (rotations, biases)
+    # (B, T) bool, the real (non-PAD) tokens. Bidirectional attention hides the others as keys: a
+    # causal model never sees the padding on the right, a bidirectional one would without this.
+    real: Tensor | None = None
 
 
 class Mixer(nn.Module):
