@@ -72,3 +72,65 @@ def test_exact_match_scores_the_back_copies_alone():
 def test_bad_params_name_the_field(bad):
     with pytest.raises(ConfigError, match=f"task.{next(iter(bad))}|task.max_length"):
         build_task("bigram_backcopy", bad)
+
+
+MASKED = {"objective": "masked", "trigger_p": 0.3}
+
+
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.one_of(st.none(), st.integers(3, 70)), mask_p=st.floats(0.05, 0.5))
+def test_masked_rows_hide_the_chosen_symbols_and_keep_the_chain(seed, length, mask_p):
+    task = build_task("bigram_backcopy", {**MASKED, "mask_p": mask_p})
+    batch = task.sample(16, gen(seed), length=length)
+    original, shown, chosen = batch.targets, batch.tokens, batch.loss_mask
+    lengths = batch.meta["length"]
+    assert (original[:, 0] == task.vocab["^"]).all()
+    assert (original[torch.arange(16), lengths + 1] == task.vocab["$"]).all()
+    assert torch.equal(shown[~chosen], original[~chosen])  # what is not chosen is shown as it is
+    assert (shown != task.vocab["MASK"])[~chosen].all()
+    symbols = (original != 0) & (original != task.vocab["^"]) & (original != task.vocab["$"])
+    assert not (chosen & ~symbols).any()  # BOS, EOS and PAD are never chosen
+    # the chain is the next-symbol task's: after a trigger, the symbol before it again
+    copies = task.copies(original)
+    rows, cols = copies.nonzero(as_tuple=True)
+    assert torch.equal(original[rows, cols], original[rows, cols - 2])
+    # every row with a copy hides one behind MASK with its trigger and source shown, and scores it
+    hidden = copies & chosen & (shown == task.vocab["MASK"])
+    decided = hidden.clone()
+    decided[:, 2:] &= ~chosen[:, 1:-1] & ~chosen[:, :-2]
+    assert torch.equal(decided.any(1), copies.any(1))
+    assert task.score(original, batch).all()
+
+
+def test_masked_objective_chooses_mask_p_of_the_symbols_as_bert_does():
+    task = build_task("bigram_backcopy", {**MASKED, "mask_p": 0.2})
+    batch = task.sample(2000, gen(1), length=60)
+    chosen = batch.loss_mask
+    assert abs(chosen.float().sum() / (2000 * 60) - 0.2) < 0.02  # plus one copy a row, less its neighbours
+    masked = (batch.tokens == task.vocab["MASK"])[chosen].float().mean()
+    kept = (batch.tokens == batch.targets)[chosen].float().mean()
+    assert 0.78 < masked < 0.86 and 0.08 < kept < 0.13  # 80% MASK (more with the forced copy), ~10% as is
+
+
+def test_masked_exact_match_scores_the_decided_copies_alone():
+    task = build_task("bigram_backcopy", MASKED)
+    batch = task.sample(64, gen(5), length=40)
+    scored = task.copies(batch.targets) & batch.loss_mask
+    predictions = torch.where(scored, batch.targets, torch.zeros_like(batch.targets))
+    assert task.score(predictions, batch).all()  # wrong at every other chosen symbol: still exact
+    row, col = scored.nonzero()[0].tolist()
+    if bool((batch.tokens[row, col - 2:col] == batch.targets[row, col - 2:col]).all()):
+        predictions[row, col] = 0
+        assert not task.score(predictions, batch)[row]
+
+
+def test_the_next_symbol_task_is_unchanged_by_the_masked_option():
+    task = build_task("bigram_backcopy", {})
+    assert "MASK" not in task.vocab.symbols
+    assert task.sequence_length(40) == 40 and build_task("bigram_backcopy", MASKED).sequence_length(40) == 42
+
+
+@pytest.mark.parametrize("bad", [{"objective": "bert"}, {"mask_p": 0.0}, {"mask_p": 1.0}])
+def test_bad_masked_params_name_the_field(bad):
+    with pytest.raises(ConfigError, match=f"task.{next(iter(bad))}"):
+        build_task("bigram_backcopy", bad)

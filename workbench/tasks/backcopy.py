@@ -15,6 +15,14 @@ their attention on a token that carries nothing (the paper's "dormant" heads, Bo
 "no-op" heads). The triggers appear only after ordinary symbols and are never copied, so two
 triggers never follow each other. Exact match scores the back-copies alone (every bigram draw is
 random): a sample is right when every symbol after a trigger is predicted right.
+
+`objective=masked` trains the same chains by masked-language modelling, BERT's objective (Devlin et
+al. 2019, arXiv 1810.04805), which Bondarenko et al. trained their outlier models on:
+`^ x1 ... xL $`, each symbol chosen with probability `mask_p`, a chosen symbol shown as MASK (80%), as
+a random symbol (10%) or as it is (10%), and the loss on the chosen ones. Train it with
+`model.bidirectional=true`. Every row also hides one back-copy behind MASK with its trigger and its
+source shown, so every row has an answer the context decides. Exact match then scores the chosen
+back-copies whose trigger and source are shown: the rest are bigram draws.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check
-from .base import BOS, Batch, Task, Vocab, register_task
+from .base import BOS, EOS, Batch, Task, Vocab, register_task
 from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
 
 
@@ -37,6 +45,15 @@ class BackcopyParams:
     trigger_p: float = field(default=0.2, metadata={"help": "probability that an ordinary symbol is followed by a trigger"})
     alpha: float = field(default=0.5, metadata={"help": "Dirichlet concentration of the bigram rows (small: peaked)"})
     table_seed: int = field(default=0, metadata={"help": "seed of the bigram table itself"})
+    objective: str = field(default="next", metadata={
+        "help": "next: predict every next symbol (a causal model); masked: BERT's masked-language modelling, "
+                "mask_p of the symbols hidden and predicted (with model.bidirectional=true)"})
+    mask_p: float = field(default=0.15, metadata={"help": "objective=masked: the share of symbols chosen "
+                                                          "(80% shown as MASK, 10% as a random symbol, 10% as they are)"})
+
+
+OBJECTIVES = ("next", "masked")
+MASK = "MASK"
 
 
 @register_task
@@ -57,10 +74,13 @@ class BigramBackcopy(Task):
         check(1 <= p.triggers <= 16, "task.triggers", p.triggers, "expected 1..16")
         check(0 < p.trigger_p < 1, "task.trigger_p", p.trigger_p, "expected strictly between 0 and 1")
         check(p.alpha > 0, "task.alpha", p.alpha, "expected > 0")
+        check(p.objective in OBJECTIVES, "task.objective", p.objective, f"expected one of: {', '.join(OBJECTIVES)}")
+        check(0 < p.mask_p < 1, "task.mask_p", p.mask_p, "expected strictly between 0 and 1")
 
     def build_vocab(self) -> Vocab:
         p = self.params
-        return Vocab(symbol_names(p.states, "s") + [f"T{i}" for i in range(p.triggers)])
+        masked = [MASK] if p.objective == "masked" else []  # the next-symbol vocabulary stays as it was
+        return Vocab(symbol_names(p.states, "s") + [f"T{i}" for i in range(p.triggers)] + masked)
 
     def bigram_table(self) -> Tensor:
         """(states, states + triggers) next-symbol probabilities of the ordinary symbols."""
@@ -74,7 +94,7 @@ class BigramBackcopy(Task):
         return self.params.min_length, self.params.max_length
 
     def sequence_length(self, length: int) -> int:
-        return length
+        return length + 2 if self.params.objective == "masked" else length  # masked: BOS, symbols, EOS
 
     def _sample(self, n, generator, length, train) -> Batch:
         """Every row is drawn at the batch's longest length and cut at its own: one pass over the
@@ -94,15 +114,56 @@ class BigramBackcopy(Task):
             x[:, t] = torch.where(previous >= states, copied, drawn)
         first = self.vocab[symbol_names(states, "s")[0]]
         inside = torch.arange(L)[None, :] < lengths[:, None]
-        sequence = torch.cat([column(n, self.vocab[BOS]), torch.where(inside, x + first, 0)], 1)  # PAD past each length
+        symbols = torch.where(inside, x + first, 0)  # PAD past each length
+        if self.params.objective == "masked":
+            return self._masked(symbols, inside, lengths, generator)
+        sequence = torch.cat([column(n, self.vocab[BOS]), symbols], 1)
         return Batch(sequence[:, :-1], sequence[:, 1:], inside, None, {"length": lengths})
+
+    def _masked(self, symbols: Tensor, inside: Tensor, lengths: Tensor, generator: torch.Generator) -> Batch:
+        """`^ x1 .. xL $` with BERT's corruption; targets are the symbols themselves, the loss on the chosen."""
+        n, L = symbols.shape
+        original = torch.cat([column(n, self.vocab[BOS]), symbols, column(n, 0)], 1)
+        original[torch.arange(n), lengths + 1] = self.vocab[EOS]
+        is_symbol = torch.cat([torch.zeros(n, 1, dtype=torch.bool), inside, torch.zeros(n, 1, dtype=torch.bool)], 1)
+        chosen = (torch.rand(n, L + 2, generator=generator) < self.params.mask_p) & is_symbol
+        kind = torch.rand(n, L + 2, generator=generator)  # < 0.8 MASK, < 0.9 a random symbol, else as it is
+        first, count = self.vocab[symbol_names(self.params.states, "s")[0]], self.params.states + self.params.triggers
+        random_symbol = first + torch.randint(count, (n, L + 2), generator=generator)
+        # one back-copy per row hidden behind MASK, its trigger and source shown (rows without a copy: none)
+        copies = self.copies(original)
+        pick = (torch.rand(n, L + 2, generator=generator) * copies).argmax(1)
+        rows = copies.any(1).nonzero().flatten()
+        at = pick[rows]
+        chosen[rows, at], kind[rows, at] = True, 0.0
+        chosen[rows, at - 1], chosen[rows, at - 2] = False, False
+        corrupted = torch.where(chosen & (kind < 0.8), self.vocab[MASK],
+                                torch.where(chosen & (kind < 0.9), random_symbol, original))
+        return Batch(corrupted, original, chosen, None, {"length": lengths})
 
     def is_trigger(self, tokens: Tensor) -> Tensor:
         """Where a token is a trigger, so the next symbol is a back-copy."""
-        return tokens >= self.vocab["T0"]
+        low = self.vocab["T0"]
+        return (tokens >= low) & (tokens < low + self.params.triggers)
+
+    def copies(self, sequence: Tensor) -> Tensor:
+        """(B, T) where a symbol of `^ x1 .. xL $` follows a trigger: a back-copy of the symbol two before
+        (a trigger that ends the row is followed by EOS, no copy)."""
+        first = self.vocab[symbol_names(self.params.states, "s")[0]]
+        ordinary = (sequence >= first) & (sequence < first + self.params.states)
+        after = torch.zeros_like(sequence, dtype=torch.bool)
+        after[:, 1:] = self.is_trigger(sequence[:, :-1]) & ordinary[:, 1:]
+        return after
 
     def score(self, predictions: Tensor, batch: Batch) -> Tensor:
-        """Exact match on the back-copies: every symbol that follows a trigger predicted right."""
-        copies = self.is_trigger(batch.tokens) & batch.loss_mask
+        """Exact match on the back-copies: every symbol that follows a trigger predicted right. Masked:
+        every chosen back-copy whose trigger and source are shown as they are."""
+        if self.params.objective == "masked":
+            shown = batch.tokens == batch.targets
+            decided = torch.zeros_like(shown)
+            decided[:, 2:] = shown[:, 1:-1] & shown[:, :-2]
+            copies = self.copies(batch.targets) & batch.loss_mask & decided
+        else:
+            copies = self.is_trigger(batch.tokens) & batch.loss_mask
         wrong = (predictions != batch.targets) & copies
         return ~wrong.any(dim=1)
