@@ -10,7 +10,8 @@ from workbench.experiments.inside.lazy_neurons import _layers_not_falling
 from workbench.reports import neuron_activity_steps
 from workbench.store import open_run
 
-NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "memorization-capacity-fixed-d", "outliers"]
+NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "memorization-capacity-fixed-d", "outliers",
+         "outliers-mlm"]
 
 
 def test_collapse_step_is_the_first_step_below_a_tenth_of_the_start():

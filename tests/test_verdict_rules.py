@@ -284,7 +284,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)
-    if name == "outliers":
+    if name in ("outliers", "outliers-mlm"):
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
             "memorization-capacity-fixed-d": _capacity,
