@@ -23,7 +23,8 @@ from workbench.tasks import build_task
 from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl", "hybrids")
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl", "markov-conv-window",
+                     "hybrids")
 
 
 def test_the_mixer_experiments_are_registered():
@@ -117,6 +118,31 @@ def test_markov_icl_fast(data_dir):
     assert set(result.summary["excess_second_half"]) == {"mamba", "attention", "lstm"}
     assert result.summary["uniform_gap_second_half"] > 0
     assert {outcome.verdict for outcome in result.outcomes.values()} == {"not tested"}  # a few steps test nothing
+
+
+def test_markov_conv_window_fast(data_dir):
+    """Every window trains on order-2 chains and is scored per position, beside the lower-order Laplace
+    estimators (reference lines, not runs); a few steps decide nothing."""
+    result = run_experiment("markov-conv-window", fast=True, progress=False)
+    _check_result(result)
+    table = result.table
+    assert {v["config"]["model"]["d_conv"] for v in result.runs} == {1, 2, 3, 4}
+    assert {v["config"]["task"]["params"]["order"] for v in result.runs} == {2}
+    assert set(table.mixer) == {"window 1", "window 2", "window 3", "window 4", "Laplace, order 0 (reference)",
+                                "Laplace, order 1 (reference)"}
+    assert set(result.summary["excess_second_half"]) == {"1", "2", "3", "4"}
+    lower = result.summary["laplace_excess_second_half"]
+    assert lower["0"] > lower["1"] > 0  # conditioning on more of the context pays on an order-2 chain
+    assert {outcome.verdict for outcome in result.outcomes.values()} == {"not tested"}
+
+
+def test_the_lower_order_laplace_estimators_fall_short_of_the_chains_own():
+    from workbench.experiments.mixers.markov_conv import laplace_excess
+
+    task = build_task("markov_icl", {"states": 3, "order": 2, "min_length": 64, "max_length": 64})
+    assert laplace_excess(task, 2, 256).abs().max() < 1e-12  # the chain's own order: Bayes itself
+    order_1, order_0 = laplace_excess(task, 1, 256), laplace_excess(task, 0, 256)
+    assert order_1.iloc[32:].mean() > 0.03 and order_0.iloc[32:].mean() > order_1.iloc[32:].mean()
 
 
 def test_hybrids_fast(data_dir):

@@ -150,6 +150,15 @@ def _markov(states):
             "excess_second_half": {mixer: dict(excess) for mixer in ("mamba", "attention", "lstm")}}
 
 
+def _markov_conv(states, claim):
+    """Each window's excess is 2% of the gap (closes it) or 30%; the short-window claim holds where it stays open."""
+    short = claim == "short-window-fails"
+    closes = {seed: (state == "pass") != short for seed, state in enumerate(states)}
+    excess = {str(seed): 0.2 * (0.02 if closed else 0.3) for seed, closed in closes.items()}
+    return {"fast": False, "steps": 2000, "uniform_gap_second_half": 0.2,
+            "excess_second_half": {str(window): dict(excess) for window in (1, 2, 3, 4)}}
+
+
 def _induction(states):
     from workbench.experiments.circuits.induction_heads import MIXERS, STEPS
 
@@ -284,6 +293,8 @@ def summary_for(experiment, claim, states) -> dict:
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)
+    if name == "markov-conv-window":
+        return _markov_conv(states, claim.key)
     if name in ("outliers", "outliers-mlm"):
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,

@@ -7,6 +7,8 @@
 - `copy-vs-length`: copy accuracy vs string length, Transformer vs Mamba at a fixed state size.
 - `markov-icl`: excess loss over the Bayes-optimal Laplace estimator vs context position on random
   Markov chains, for a one-layer Mamba, a Transformer and an LSTM.
+- `markov-conv-window`: the same Mamba on order-2 chains with convolution windows 1-4: whether a window
+  of k + 1 is what it needs.
 - `hybrids`: pure attention, pure Mamba and 1-in-2 hybrids on MQAR (Zoology's variant) and copying:
   how much of Mamba's recall gap one attention layer closes, and whether its place matters.
 
@@ -18,4 +20,5 @@ from . import mimetic_recall  # noqa: F401  (registration)
 from . import mqar_vs_width  # noqa: F401
 from . import copy_vs_length  # noqa: F401
 from . import markov_icl  # noqa: F401
+from . import markov_conv  # noqa: F401
 from . import hybrids  # noqa: F401
