@@ -77,7 +77,8 @@ def accuracy_vs_width(table: pd.DataFrame, facet: str = "pairs", value: str = "q
 def excess_loss_curves(table: pd.DataFrame, title: str | None = None) -> go.Figure:
     """Excess loss over the Bayes-optimal predictor (nats) against context position, one line per
     mixer (median over seeds, min-max band where there are several); the dashed zero line is the
-    Bayes predictor itself, which no model can beat on average.
+    Bayes predictor itself, which no model can beat on average. Rows whose mixer ends with
+    "(reference)" are estimators drawn dotted beside the models.
 
     table: columns mixer, seed, position, excess_loss."""
     fig = go.Figure()
@@ -85,8 +86,9 @@ def excess_loss_curves(table: pd.DataFrame, title: str | None = None) -> go.Figu
         stats = rows.groupby("position")["excess_loss"].agg(["median", "min", "max", "count"]).reset_index()
         if (stats["count"] > 1).any():
             fig.add_trace(seed_band(stats.position, stats["min"], stats["max"], i, str(mixer)))
+        reference = str(mixer).endswith("(reference)")  # an estimator drawn for comparison, not a model
         fig.add_trace(go.Scatter(x=stats.position, y=stats["median"], mode="lines", name=str(mixer),
-                                 line=dict(color=color(i)), legendgroup=str(mixer),
+                                 line=dict(color=color(i), dash="dot" if reference else None), legendgroup=str(mixer),
                                  hovertemplate="position %{x}<br>excess %{y:.4f} nats<extra>" + str(mixer)
                                                + "</extra>"))
     fig.add_hline(y=0, line=dict(dash="dash", color="grey", width=1.5), opacity=1)  # the template zeroes shape lines
