@@ -401,6 +401,10 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     scratchpad = app.selectbox(key="train_multi_operand_addition_task.scratchpad")
     assert scratchpad.options == ["running", "padded"] and scratchpad.value == "running"
     assert app.text_input(key="train_multi_operand_addition_task.equal_lengths").value == "0.0"
+    app.selectbox(key="train_task").select("bigram_backcopy").run()
+    objective = app.selectbox(key="train_bigram_backcopy_task.objective")
+    assert objective.options == ["next", "masked"] and objective.value == "next"
+    assert app.checkbox(key="train_bigram_backcopy_model.bidirectional").value is False  # attention's own
 
 
 def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):
@@ -411,6 +415,7 @@ def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):
     assert {"train_addition_model.order", "train_addition_model.filter_width"} <= keys
     assert app.text_input(key="train_addition_model.order").value == "2"
     assert "train_addition_model.head_dim" not in keys  # H3's own setting
+    assert "train_addition_model.bidirectional" not in {widget.key for widget in app.checkbox}  # attention's
 
 
 def test_train_page_runs_in_the_background_and_the_run_appears(empty, data_dir):

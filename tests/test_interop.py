@@ -60,6 +60,7 @@ REFUSED = {  # id -> (overrides, the field the one-line error names)
     "topk": (dict(activation="topk", topk=4), "model.activation"),
     "logit_scaling": (dict(logit_scaling=True), "model.logit_scaling"),
     "clipped": (dict(softmax="clipped"), "model.softmax"),
+    "bidirectional": (dict(bidirectional=True), "model.bidirectional"),
 }
 
 

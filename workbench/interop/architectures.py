@@ -48,6 +48,8 @@ REFUSALS = {
     ("model.softmax", "clipped"): "the clipped softmax exists in no transformers architecture",
     ("model.logit_scaling", True): "log-length logit scaling exists in no transformers architecture",
     ("model.gated_attention", True): "per-head output gates exist in no transformers architecture",
+    ("model.bidirectional", True): "GPT-2's and GPT-NeoX's attention is causal: a bidirectional model would compute "
+                                   "another function",
     ("model.norm", "rmsnorm"): "GPT-2 and GPT-NeoX normalize with LayerNorm; the attention architectures with "
                                "RMSNorm (Llama and its kin) have no biases and a gated MLP",
     ("model.mlp_ratio", 0.0): "every block of GPT-2 and GPT-NeoX has an MLP",
@@ -69,7 +71,8 @@ def architecture_for(model_config):
         raise refuse(field, m.layers or mixer, REFUSALS.get(("model.mixer", mixer), REFUSALS[("model.mixer", None)]))
     for field, value in (("model.pos", m.pos), ("model.activation", m.activation), ("model.softmax", m.softmax),
                          ("model.logit_scaling", m.logit_scaling), ("model.gated_attention", m.gated_attention),
-                         ("model.norm", m.norm), ("model.mlp_ratio", m.mlp_ratio)):
+                         ("model.bidirectional", m.bidirectional), ("model.norm", m.norm),
+                         ("model.mlp_ratio", m.mlp_ratio)):
         if (field, value) in REFUSALS:
             raise refuse(field, value, REFUSALS[(field, value)])
     even = m.d_model // m.n_heads

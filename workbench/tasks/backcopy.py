@@ -36,6 +36,10 @@ from .base import BOS, EOS, Batch, Task, Vocab, register_task
 from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
 
 
+OBJECTIVES = ("next", "masked")
+MASK = "MASK"
+
+
 @dataclass
 class BackcopyParams:
     min_length: int = field(default=32, metadata={"help": "shortest sequence in training"})
@@ -47,20 +51,19 @@ class BackcopyParams:
     table_seed: int = field(default=0, metadata={"help": "seed of the bigram table itself"})
     objective: str = field(default="next", metadata={
         "help": "next: predict every next symbol (a causal model); masked: BERT's masked-language modelling, "
-                "mask_p of the symbols hidden and predicted (with model.bidirectional=true)"})
-    mask_p: float = field(default=0.15, metadata={"help": "objective=masked: the share of symbols chosen "
-                                                          "(80% shown as MASK, 10% as a random symbol, 10% as they are)"})
-
-
-OBJECTIVES = ("next", "masked")
-MASK = "MASK"
+                "mask_p of the symbols hidden and predicted (with model.bidirectional=true)",
+        "choices": OBJECTIVES})
+    mask_p: float = field(default=0.15, metadata={
+        "help": "objective=masked: the share of symbols chosen (80% shown as MASK, 10% as a random symbol, 10% as "
+                "they are)"})
 
 
 @register_task
 class BigramBackcopy(Task):
     name = "bigram_backcopy"
     Params = BackcopyParams
-    description = "continue a fixed bigram chain; after a trigger, repeat the symbol before it (attention sinks)"
+    description = ("continue a fixed bigram chain; after a trigger, repeat the symbol before it (attention sinks); "
+                   "objective=masked fills in hidden symbols, BERT's objective")
     length_name = "symbols"
 
     def __init__(self, params=None):

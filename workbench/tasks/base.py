@@ -51,7 +51,7 @@ class Batch:
 
     def trimmed(self) -> "Batch":
         """The same rows without the padding columns every row shares at the right (a causal model's
-        outputs before them do not change)."""
+        outputs before them do not change, nor a bidirectional one's: it hides PAD keys)."""
         used = (self.tokens != 0).any(0).nonzero()
         width = int(used[-1]) + 1 if len(used) else 1
         return Batch(self.tokens[:, :width], self.targets[:, :width], self.loss_mask[:, :width],
