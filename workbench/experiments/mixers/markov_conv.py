@@ -2,7 +2,8 @@
 in-context Markov chains. A one-layer Mamba's scan adds up terms that each depend on one position's input;
 to count the transitions of an order-k chain, the term at position t must know the k symbols before it, and
 only the short causal convolution (window `model.d_conv`) brings them there. So a window of k + 1 should be
-enough, and a shorter window should leave the model at best with the order-(window - 1) Laplace estimator.
+enough, and a shorter window cannot count order-k transitions (the shipped runs land near the
+order-(window - 1) Laplace estimator, a little below it: the notes).
 
 The recipe trains markov-icl's Mamba on order-2 chains over 3 states with windows 1 (no mixing: each
 position alone), 2, 3 (= k + 1) and 4 (Mamba's default), and scores each model as markov-icl does. The
@@ -118,11 +119,13 @@ register_experiment(Experiment(
     claims=[
         Claim("default-window-order-2", "A one-layer Mamba learns order-2 chains in context: its loss approaches the "
               "order-2 Laplace estimator's", PAPERS, "single-layer Mamba learns the Laplacian smoothing estimator "
-              "for all Markovian orders", "Mamba's default window (4), 3 states",
+              "for all Markovian orders", "fan-in init, 3 states, Mamba's default window (4)",
               RULE.format("<=", "window 4"), closes_gap((4,), True)),
         Claim("window-k-plus-1", "A convolution window of k + 1 (3 for order 2) is enough", PAPERS,
-              "the fundamental role of convolution in representing Laplacian smoothing", "window 3",
+              "the fundamental role of convolution in representing Laplacian smoothing",
+              "fan-in init, 3 states, window 3",
               RULE.format("<=", "window 3"), closes_gap((3,), True)),
         Claim("short-window-fails", "With a window shorter than k + 1 (1 or 2) it cannot learn order-2 chains", PAPERS,
-              "the fundamental role of convolution in representing Laplacian smoothing", "windows 1 and 2",
+              "the fundamental role of convolution in representing Laplacian smoothing",
+              "fan-in init, 3 states, windows 1 and 2",
               RULE.format(">", "windows 1 and 2 both"), closes_gap((1, 2), False))]))
