@@ -19,10 +19,11 @@ import pandas as pd
 from ...analysis import load_model
 from ...evaluate import eval_generator
 from ...tasks import build_task
-from ..base import Experiment, ExperimentResult, Variant, register_experiment
+from ..base import Experiment, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds, not_tested
 from . import common
-from .markov_icl import CLOSES, EVAL_SEQUENCES, MARKOV_MODELS, MARKOV_TRAIN, bayes_curve, excess_loss
+from .markov_icl import (CLOSES, EVAL_SEQUENCES, MARKOV_MODELS, MARKOV_TRAIN, PAPERS, bayes_curve, excess_loss,
+                         markov_figure)
 
 CONV_STATES, CONV_ORDER, CONV_LENGTH = 3, 2, 64
 CONV_TASK = ["task.name=markov_icl", f"task.states={CONV_STATES}", f"task.order={CONV_ORDER}", "task.beta=1",
@@ -99,12 +100,6 @@ def closes_gap(windows: tuple[int, ...], expected: bool):
     return decide
 
 
-def conv_figure(result: ExperimentResult):
-    from ...figures.mixers import excess_loss_curves
-    return excess_loss_curves(result.table, title=None)
-
-
-PAPERS = ("2502.10178",)
 RULE = ("per seed: mean excess loss over order-2 Laplace in the second half of the context (positions 33-64) {} 10% "
         "of the uniform predictor's excess there (markov-icl's bar), for {}; then the shared rule over >= 3 seeds")
 
@@ -115,7 +110,7 @@ register_experiment(Experiment(
                 "rows), with convolution windows (model.d_conv) 1, 2, 3 and 4, seeds 0-2: excess loss over the "
                 "order-2 Laplace estimator at each position, on 2048 fresh sequences, beside the order-0 and order-1 "
                 "Laplace estimators.",
-    variants=conv_variants, analyze=conv_analyze, figure=conv_figure,
+    variants=conv_variants, analyze=conv_analyze, figure=markov_figure,  # the same curves, with the estimators dotted
     claims=[
         Claim("default-window-order-2", "A one-layer Mamba learns order-2 chains in context: its loss approaches the "
               "order-2 Laplace estimator's", PAPERS, "single-layer Mamba learns the Laplacian smoothing estimator "
