@@ -130,7 +130,42 @@ def test_the_next_symbol_task_is_unchanged_by_the_masked_option():
     assert task.sequence_length(40) == 40 and build_task("bigram_backcopy", MASKED).sequence_length(40) == 42
 
 
-@pytest.mark.parametrize("bad", [{"objective": "bert"}, {"mask_p": 0.0}, {"mask_p": 1.0}])
+@FAST
+@given(seed=st.integers(0, 10**6), length=st.integers(3, 50), fillers=st.floats(0.05, 0.9))
+def test_fillers_carry_nothing_and_keep_the_chain_and_its_copies(seed, length, fillers):
+    task = build_task("bigram_backcopy", {**MASKED, "fillers": fillers})
+    plain = build_task("bigram_backcopy", MASKED)
+    batch = task.sample(16, gen(seed), length=length)
+    filler = task.vocab[","]
+    original, chosen = batch.targets, batch.loss_mask
+    assert not (chosen & (original == filler)).any()  # a filler is never chosen
+    assert torch.equal(batch.tokens[original == filler], original[original == filler])
+    # without its fillers each row is a chain of `length` symbols with the plain task's rule
+    for row in original:
+        kept = row[(row != filler) & (row != 0)]
+        assert len(kept) == length + 2 and kept[-1] == task.vocab["$"]
+        symbols = kept[None, :]
+        copies = plain.copies(symbols)
+        cols = copies[0].nonzero().flatten()
+        assert torch.equal(symbols[0, cols], symbols[0, cols - 2])
+    # fillers never sit next to a trigger, so the copies and their decided scores read neighbours
+    trigger = task.is_trigger(original)
+    assert not ((original[:, 1:] == filler) & trigger[:, :-1]).any()
+    assert not ((original[:, :-1] == filler) & trigger[:, 1:]).any()
+    assert task.score(original, batch).all()
+    assert batch.tokens.shape[1] <= task.sequence_length(length)
+
+
+def test_fillers_are_a_delimiter_the_outlier_probe_counts():
+    from workbench.probes.outliers import delimiter_ids
+
+    task = build_task("bigram_backcopy", {**MASKED, "fillers": 0.2})
+    assert task.vocab[","] in delimiter_ids(task.vocab)
+    assert "," not in build_task("bigram_backcopy", MASKED).vocab.symbols
+
+
+@pytest.mark.parametrize("bad", [{"objective": "bert"}, {"mask_p": 0.0}, {"mask_p": 1.0}, {"fillers": 1.0},
+                                 {"fillers": 0.1, "objective": "next"}])
 def test_bad_masked_params_name_the_field(bad):
     with pytest.raises(ConfigError, match=f"task.{next(iter(bad))}"):
         build_task("bigram_backcopy", bad)

@@ -141,7 +141,7 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("task.params", "multi_operand_addition", "scratchpad", "running"),
                   ("task.params", "multi_operand_addition", "equal_lengths", 0.0),
                   ("task.params", "bigram_backcopy", "objective", "next"),
-                  ("task.params", "bigram_backcopy", "mask_p", 0.15),
+                  ("task.params", "bigram_backcopy", "mask_p", 0.15), ("task.params", "bigram_backcopy", "fillers", 0.0),
                   ("task.params", "copy", "couple_end", False), ("task.params", "reverse", "couple_end", False),
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")

@@ -37,7 +37,7 @@ from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_na
 
 
 OBJECTIVES = ("next", "masked")
-MASK = "MASK"
+MASK, FILLER = "MASK", ","
 
 
 @dataclass
@@ -56,6 +56,9 @@ class BackcopyParams:
     mask_p: float = field(default=0.15, metadata={
         "help": "objective=masked: the share of symbols chosen (80% shown as MASK, 10% as a random symbol, 10% as "
                 "they are)"})
+    fillers: float = field(default=0.0, metadata={
+        "help": "objective=masked: the chance of a filler ',' after each symbol, a token that carries nothing (the "
+                "chain runs on across it, as text across punctuation); never next to a trigger"})
 
 
 @register_task
@@ -79,11 +82,15 @@ class BigramBackcopy(Task):
         check(p.alpha > 0, "task.alpha", p.alpha, "expected > 0")
         check(p.objective in OBJECTIVES, "task.objective", p.objective, f"expected one of: {', '.join(OBJECTIVES)}")
         check(0 < p.mask_p < 1, "task.mask_p", p.mask_p, "expected strictly between 0 and 1")
+        check(0 <= p.fillers < 1, "task.fillers", p.fillers, "expected 0 <= fillers < 1")
+        check(p.fillers == 0 or p.objective == "masked", "task.fillers", p.fillers,
+              "expected 0 with objective=next (fillers are for the masked objective)")
 
     def build_vocab(self) -> Vocab:
         p = self.params
         masked = [MASK] if p.objective == "masked" else []  # the next-symbol vocabulary stays as it was
-        return Vocab(symbol_names(p.states, "s") + [f"T{i}" for i in range(p.triggers)] + masked)
+        fillers = [FILLER] if p.fillers > 0 else []
+        return Vocab(symbol_names(p.states, "s") + [f"T{i}" for i in range(p.triggers)] + masked + fillers)
 
     def bigram_table(self) -> Tensor:
         """(states, states + triggers) next-symbol probabilities of the ordinary symbols."""
@@ -97,7 +104,9 @@ class BigramBackcopy(Task):
         return self.params.min_length, self.params.max_length
 
     def sequence_length(self, length: int) -> int:
-        return length + 2 if self.params.objective == "masked" else length  # masked: BOS, symbols, EOS
+        if self.params.objective == "next":
+            return length
+        return length + 2 + (length - 1 if self.params.fillers > 0 else 0)  # BOS, symbols (fillers between), EOS
 
     def _sample(self, n, generator, length, train) -> Batch:
         """Every row is drawn at the batch's longest length and cut at its own: one pass over the
@@ -125,13 +134,16 @@ class BigramBackcopy(Task):
 
     def _masked(self, symbols: Tensor, inside: Tensor, lengths: Tensor, generator: torch.Generator) -> Batch:
         """`^ x1 .. xL $` with BERT's corruption; targets are the symbols themselves, the loss on the chosen."""
+        if self.params.fillers > 0:
+            symbols = self._with_fillers(symbols, generator)
         n, L = symbols.shape
+        count_symbols = (symbols != 0).sum(1)
         original = torch.cat([column(n, self.vocab[BOS]), symbols, column(n, 0)], 1)
-        original[torch.arange(n), lengths + 1] = self.vocab[EOS]
-        is_symbol = torch.cat([torch.zeros(n, 1, dtype=torch.bool), inside, torch.zeros(n, 1, dtype=torch.bool)], 1)
+        original[torch.arange(n), count_symbols + 1] = self.vocab[EOS]
+        first, count = self.vocab[symbol_names(self.params.states, "s")[0]], self.params.states + self.params.triggers
+        is_symbol = (original >= first) & (original < first + count)  # neither BOS, EOS, PAD nor a filler
         chosen = (torch.rand(n, L + 2, generator=generator) < self.params.mask_p) & is_symbol
         kind = torch.rand(n, L + 2, generator=generator)  # < 0.8 MASK, < 0.9 a random symbol, else as it is
-        first, count = self.vocab[symbol_names(self.params.states, "s")[0]], self.params.states + self.params.triggers
         random_symbol = first + torch.randint(count, (n, L + 2), generator=generator)
         # one back-copy per row hidden behind MASK, its trigger and source shown (rows without a copy: none)
         copies = self.copies(original)
@@ -143,6 +155,21 @@ class BigramBackcopy(Task):
         corrupted = torch.where(chosen & (kind < 0.8), self.vocab[MASK],
                                 torch.where(chosen & (kind < 0.9), random_symbol, original))
         return Batch(corrupted, original, chosen, None, {"length": lengths})
+
+    def _with_fillers(self, symbols: Tensor, generator: torch.Generator) -> Tensor:
+        """The symbols (PAD past each row's end) with a filler after each with chance `fillers`, except next to
+        a trigger, so a back-copy, its trigger and its source stay side by side; compacted to the left."""
+        n, L = symbols.shape
+        following = torch.cat([symbols[:, 1:], torch.zeros(n, 1, dtype=symbols.dtype)], 1)
+        allowed = (following != 0) & ~self.is_trigger(symbols) & ~self.is_trigger(following)
+        filled = (torch.rand(n, L, generator=generator) < self.params.fillers) & allowed
+        slots = torch.stack([symbols, torch.where(filled, self.vocab[FILLER], 0)], 2).reshape(n, 2 * L)
+        kept = slots != 0
+        width = int(kept.sum(1).max())
+        out = torch.zeros(n, width, dtype=symbols.dtype)
+        rows, cols = kept.nonzero(as_tuple=True)
+        out[rows, kept.long().cumsum(1)[rows, cols] - 1] = slots[rows, cols]
+        return out
 
     def is_trigger(self, tokens: Tensor) -> Tensor:
         """Where a token is a trigger, so the next symbol is a back-copy."""
