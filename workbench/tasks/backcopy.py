@@ -22,7 +22,8 @@ al. 2019, arXiv 1810.04805), which Bondarenko et al. trained their outlier model
 a random symbol (10%) or as it is (10%), and the loss on the chosen ones. Train it with
 `model.bidirectional=true`. Every row also hides one back-copy behind MASK with its trigger and its
 source shown, so every row has an answer the context decides. Exact match then scores the chosen
-back-copies whose trigger and source are shown: the rest are bigram draws.
+back-copies whose trigger and source are shown: the rest are bigram draws. `fillers` puts a ',' that
+carries nothing after a symbol now and then (never next to a trigger): punctuation, as in BERT's text.
 """
 from __future__ import annotations
 
@@ -124,23 +125,24 @@ class BigramBackcopy(Task):
             # x[t - 2] exists whenever x[t - 1] is a trigger: x1 is always ordinary
             copied = x[:, t - 2] if t >= 2 else previous
             x[:, t] = torch.where(previous >= states, copied, drawn)
-        first = self.vocab[symbol_names(states, "s")[0]]
+        first = self.first_symbol()
         inside = torch.arange(L)[None, :] < lengths[:, None]
         symbols = torch.where(inside, x + first, 0)  # PAD past each length
         if self.params.objective == "masked":
-            return self._masked(symbols, inside, lengths, generator)
+            return self._masked(symbols, lengths, generator)
         sequence = torch.cat([column(n, self.vocab[BOS]), symbols], 1)
         return Batch(sequence[:, :-1], sequence[:, 1:], inside, None, {"length": lengths})
 
-    def _masked(self, symbols: Tensor, inside: Tensor, lengths: Tensor, generator: torch.Generator) -> Batch:
-        """`^ x1 .. xL $` with BERT's corruption; targets are the symbols themselves, the loss on the chosen."""
+    def _masked(self, symbols: Tensor, lengths: Tensor, generator: torch.Generator) -> Batch:
+        """`^ x1 .. xL $` (with fillers between, if asked) under BERT's corruption; targets are the tokens
+        themselves, the loss on the chosen symbols."""
         if self.params.fillers > 0:
             symbols = self._with_fillers(symbols, generator)
         n, L = symbols.shape
         count_symbols = (symbols != 0).sum(1)
         original = torch.cat([column(n, self.vocab[BOS]), symbols, column(n, 0)], 1)
         original[torch.arange(n), count_symbols + 1] = self.vocab[EOS]
-        first, count = self.vocab[symbol_names(self.params.states, "s")[0]], self.params.states + self.params.triggers
+        first, count = self.first_symbol(), self.params.states + self.params.triggers
         is_symbol = (original >= first) & (original < first + count)  # neither BOS, EOS, PAD nor a filler
         chosen = (torch.rand(n, L + 2, generator=generator) < self.params.mask_p) & is_symbol
         kind = torch.rand(n, L + 2, generator=generator)  # < 0.8 MASK, < 0.9 a random symbol, else as it is
@@ -171,6 +173,10 @@ class BigramBackcopy(Task):
         out[rows, kept.long().cumsum(1)[rows, cols] - 1] = slots[rows, cols]
         return out
 
+    def first_symbol(self) -> int:
+        """The id of the first ordinary symbol; the others and then the triggers follow it."""
+        return self.vocab[symbol_names(self.params.states, "s")[0]]
+
     def is_trigger(self, tokens: Tensor) -> Tensor:
         """Where a token is a trigger, so the next symbol is a back-copy."""
         low = self.vocab["T0"]
@@ -179,7 +185,7 @@ class BigramBackcopy(Task):
     def copies(self, sequence: Tensor) -> Tensor:
         """(B, T) where a symbol of `^ x1 .. xL $` follows a trigger: a back-copy of the symbol two before
         (a trigger that ends the row is followed by EOS, no copy)."""
-        first = self.vocab[symbol_names(self.params.states, "s")[0]]
+        first = self.first_symbol()
         ordinary = (sequence >= first) & (sequence < first + self.params.states)
         after = torch.zeros_like(sequence, dtype=torch.bool)
         after[:, 1:] = self.is_trigger(sequence[:, :-1]) & ordinary[:, 1:]
