@@ -7,23 +7,21 @@ order-(window - 1) Laplace estimator, a little below it: the notes).
 
 The recipe trains markov-icl's Mamba on order-2 chains over 3 states with windows 1 (no mixing: each
 position alone), 2, 3 (= k + 1) and 4 (Mamba's default), and scores each model as markov-icl does. The
-order-0 and order-1 Laplace estimators are drawn beside them: what a window of 1 or 2 can reach at best.
+order-0 and order-1 Laplace estimators are drawn beside them: the counts a window of 1 or 2 can keep.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pandas as pd
 
 from ...analysis import load_model
 from ...evaluate import eval_generator
-from ...tasks import build_task
 from ..base import Experiment, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds, not_tested
 from . import common
 from .markov_icl import (CLOSES, EVAL_SEQUENCES, MARKOV_MODELS, MARKOV_TRAIN, PAPERS, bayes_curve, excess_loss,
-                         markov_figure)
+                         laplace_excess, markov_figure)
 
 CONV_STATES, CONV_ORDER, CONV_LENGTH = 3, 2, 64
 CONV_TASK = ["task.name=markov_icl", f"task.states={CONV_STATES}", f"task.order={CONV_ORDER}", "task.beta=1",
@@ -44,15 +42,6 @@ def conv_variants(fast: bool) -> list[Variant]:
             for window in WINDOWS for seed in CONV_SEEDS]
 
 
-def laplace_excess(task, order: int, n: int) -> pd.Series:
-    """(position -> nats) the order-`order` Laplace estimator's excess over the task's own (Bayes) on the
-    sequences every model is scored on."""
-    batch = task.sample(n, eval_generator(0, CONV_LENGTH), length=CONV_LENGTH, train=False)
-    lower = build_task(task.name, {**dataclasses.asdict(task.params), "order": order})
-    excess = (lower.bayes_loss(batch) - task.bayes_loss(batch)).sum(0) / batch.loss_mask.sum(0)
-    return pd.Series(excess.numpy(), index=range(1, CONV_LENGTH + 1))
-
-
 def conv_analyze(finished, fast):
     n = 64 if fast else EVAL_SEQUENCES
     rows = []
@@ -61,10 +50,11 @@ def conv_analyze(finished, fast):
         curve = excess_loss(model, task, n, eval_generator(0, CONV_LENGTH), CONV_LENGTH)
         rows += [{**variant.labels, "position": t + 1, "excess_loss": float(v)} for t, v in enumerate(curve)]
     half = CONV_LENGTH // 2
-    lower = {order: laplace_excess(task, order, n) for order in range(CONV_ORDER)}
+    lower = {order: laplace_excess(task, order, n, eval_generator(0, CONV_LENGTH), CONV_LENGTH)
+             for order in range(CONV_ORDER)}
     for order, curve in lower.items():  # reference lines in the figure, not runs
-        rows += [{"mixer": f"Laplace, order {order} (reference)", "window": None, "seed": None, "position": p,
-                  "excess_loss": float(v)} for p, v in curve.items()]
+        rows += [{"mixer": f"Laplace, order {order} (reference)", "window": None, "seed": None, "position": t + 1,
+                  "excess_loss": float(v)} for t, v in enumerate(curve)]
     table = pd.DataFrame(rows)
     gap = float(math.log(CONV_STATES) - bayes_curve(task, n, eval_generator(0, CONV_LENGTH), CONV_LENGTH)[half:].mean())
     runs = table[table.seed.notna() & (table.position > half)]
@@ -73,7 +63,7 @@ def conv_analyze(finished, fast):
                   for w in sorted(set(late.index.get_level_values(0)))}
     summary = {"fast": fast, "steps": int(finished[0][0].config.train.steps), "states": CONV_STATES,
                "order": CONV_ORDER, "length": CONV_LENGTH, "uniform_gap_second_half": round(gap, 5),
-               "laplace_excess_second_half": {str(o): round(float(c.iloc[half:].mean()), 5) for o, c in lower.items()},
+               "laplace_excess_second_half": {str(o): round(float(c[half:].mean()), 5) for o, c in lower.items()},
                "excess_second_half": per_window}
     summary["headline"] = (f"mean excess loss over order-{CONV_ORDER} Laplace in positions {half + 1}-{CONV_LENGTH} "
                            f"(uniform: {gap:.3f} nats above; " + ", ".join(

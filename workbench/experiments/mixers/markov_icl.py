@@ -6,6 +6,7 @@ scored on fresh sequences by its excess loss over Bayes at every context positio
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -13,7 +14,7 @@ import torch
 
 from ...analysis import load_model
 from ...evaluate import eval_generator, eval_mode
-from ...tasks.common import symbol_names
+from ...tasks import build_task
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds, not_tested
 from . import common
@@ -68,20 +69,13 @@ def bayes_curve(task, n: int, generator: torch.Generator, length: int | None = N
 
 
 @torch.no_grad()
-def symbol_counting_excess(task, n: int, generator: torch.Generator, length: int | None = None) -> torch.Tensor:
-    """(T,) excess loss over Bayes of the nearest wrong algorithm: add-one counts of the symbols in
-    context, ignoring which symbol came before (an order-0 estimator on an order-1 chain). It shows
-    how far a model that counts but does not condition on its context would sit above the bar."""
+def laplace_excess(task, order: int, n: int, generator: torch.Generator, length: int | None = None) -> torch.Tensor:
+    """(T,) excess loss over Bayes of the add-beta (Laplace) estimator of another order, on the same fresh
+    sequences. A lower order is a nearest wrong algorithm: order 0 counts the symbols in context, ignoring
+    which came before, so it shows how far a model that counts without conditioning would sit above the bar."""
     batch = task.sample(n, generator, length=length, train=False)
-    S = task.params.states
-    x = (batch.targets - task.vocab[symbol_names(S, "s")[0]]).clamp(min=0)
-    counts = torch.zeros(x.shape[0], S, dtype=torch.float64)
-    rows, loss = torch.arange(x.shape[0]), torch.zeros(x.shape, dtype=torch.float64)
-    for t in range(x.shape[1]):
-        loss[:, t] = -torch.log((counts[rows, x[:, t]] + 1) / (counts.sum(-1) + S))
-        counts[rows, x[:, t]] += batch.loss_mask[:, t].double()
-    excess = torch.where(batch.loss_mask, loss - task.bayes_loss(batch), 0.0)
-    return excess.sum(0) / batch.loss_mask.sum(0).clamp(min=1)
+    lower = build_task(task.name, {**dataclasses.asdict(task.params), "order": order})
+    return (lower.bayes_loss(batch) - task.bayes_loss(batch)).sum(0) / batch.loss_mask.sum(0).clamp(min=1)
 
 
 def markov_variants(fast: bool) -> list[Variant]:
@@ -106,7 +100,7 @@ def markov_analyze(finished, fast):
     table = pd.DataFrame(rows)
     # the gap a context-counting model can close: the same sequences (same generator) as each model saw
     bayes = bayes_curve(task, n, eval_generator(0, MARKOV_LENGTH), MARKOV_LENGTH)
-    counting = symbol_counting_excess(task, n, eval_generator(0, MARKOV_LENGTH), MARKOV_LENGTH)
+    counting = laplace_excess(task, 0, n, eval_generator(0, MARKOV_LENGTH), MARKOV_LENGTH)
     half = table.position > MARKOV_LENGTH // 2
     gap = float(math.log(MARKOV_STATES) - bayes[MARKOV_LENGTH // 2:].mean())
     late = table[half].groupby(["mixer", "seed"]).excess_loss.mean()
