@@ -128,12 +128,14 @@ def test_sort_hint_and_addition_format_pair_each_recipe_with_its_baseline(data_d
     hint = {v.labels["pos"]: v.config for v in EXPERIMENTS["sort-hint"].variants(False) if v.labels["seed"] == 0}
     assert hint["nope + hint"].task.params["hint"] == 0.5 and hint["nope"].task.params["hint"] == 0.0
     assert hint["nope"].replace(**{"task.hint": 0.5}).run_id == hint["nope + hint"].run_id, "only the hint differs"
+    assert hint["nope + hint"].replace(**{"task.hint_form": "pairs"}).run_id == hint["nope + pair hint"].run_id
+    assert hint["nope"].replace(**{"model.logit_scaling": True}).run_id == hint["nope, log-length scaling"].run_id
     formats = EXPERIMENTS["addition-format"].variants(False)
     assert len({v.labels["seed"] for v in formats}) == 5, "the spread between seeds is the point: five of them"
     plain = [v.config for v in formats if v.labels["pos"].endswith("plain")]
     assert plain and not any(c.task.params["reverse_answer"] for c in plain)
     result = run_experiment("sort-hint", fast=True, progress=False)
-    assert set(result.table.pos) == {"nope", "nope + hint"} and set(result.table.length) == {10, 20, 30, 40, 60, 80, 100}
+    assert set(result.table.pos) == {"nope", "nope + hint", "nope + pair hint", "nope, log-length scaling"} and set(result.table.length) == {10, 20, 30, 40, 60, 80, 100}
     assert result.summary["train_max"] == 20, "the paper's training range"
     assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
     assert result.figure().data

@@ -72,10 +72,11 @@ def test_a_coupled_end_gives_bos_the_id_the_last_answer_symbol_looks_up(seed, le
 
 @FAST
 @given(seed=st.integers(0, 10**6), length=lengths, alphabet=st.sampled_from([3, 26, 40]), hint=st.sampled_from([0.0, 0.5]),
-       train=st.booleans())
-def test_sort_and_successor_hint(seed, length, alphabet, hint, train):
-    task = build_task("sort", {"max_length": 12, "alphabet": alphabet, "hint": hint})
+       train=st.booleans(), form=st.sampled_from(["successors", "pairs"]))
+def test_sort_and_successor_hint(seed, length, alphabet, hint, train, form):
+    task = build_task("sort", {"max_length": 12, "alphabet": alphabet, "hint": hint, "hint_form": form})
     batch = task.sample(16, gen(seed), length=length, train=train)
+    assert batch.tokens.shape[1] <= task.sequence_length(length or 12)
     for (prompt, answer, _), is_hint in zip(rows(task, batch), batch.meta["hint"]):
         values, marker = prompt[1:-1], task.vocab.symbols[prompt[-1]]
         assert marker == (">" if is_hint else "=")
@@ -84,7 +85,10 @@ def test_sort_and_successor_hint(seed, length, alphabet, hint, train):
             successor = {}
             for rank, i in enumerate(order):
                 successor[i] = values[order[rank + 1]] if rank + 1 < len(order) else task.vocab["#"]
-            assert answer[:-1] == [successor[i] for i in range(len(values))]
+            expected = [successor[i] for i in range(len(values))]
+            if form == "pairs":  # each element, then its successor
+                expected = [t for i in range(len(values)) for t in (values[i], successor[i])]
+            assert answer[:-1] == expected
         else:
             assert answer[:-1] == sorted(values)
     if not train or hint == 0.0:
@@ -123,7 +127,7 @@ def test_parity(seed, length, scratchpad):
 
 
 @pytest.mark.parametrize("name,bad", [
-    ("reverse", {"min_length": 0}), ("reverse", {"max_position": 3}), ("sort", {"hint": 1.5}),
+    ("reverse", {"min_length": 0}), ("reverse", {"max_position": 3}), ("sort", {"hint": 1.5}), ("sort", {"hint_form": "both"}),
     ("sort", {"alphabet": 1}), ("selective_copy", {"n_tokens": 20}), ("selective_copy", {"n_tokens": 0}),
     ("parity", {"min_length": 5, "max_length": 2}), ("copy", {"alphabet": 40}),
     ("copy", {"max_length": 10, "max_position": 11, "couple_end": True}),

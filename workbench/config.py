@@ -143,6 +143,7 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("task.params", "bigram_backcopy", "objective", "next"),
                   ("task.params", "bigram_backcopy", "mask_p", 0.15), ("task.params", "bigram_backcopy", "fillers", 0.0),
                   ("task.params", "copy", "couple_end", False), ("task.params", "reverse", "couple_end", False),
+                  ("task.params", "sort", "hint_form", "successors"),
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
                     for key in ("pairs", "fixed_covariance")]]

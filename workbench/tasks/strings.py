@@ -91,12 +91,18 @@ class Reverse(StringTask):
         return assemble(prompt, answer, prompt_pos, answer_pos, {"length": torch.full((m,), L)})
 
 
+HINT_FORMS = ("successors", "pairs")
+
+
 @dataclass
 class SortParams:
     min_length: int = field(default=1, metadata={"help": "shortest list in training"})
     max_length: int = field(default=10, metadata={"help": "longest list in training"})
     alphabet: int = field(default=26, metadata={"help": "number of distinct values (repeats allowed)"})
     hint: float = field(default=0.0, metadata={"help": "fraction of training samples that are the hint task"})
+    hint_form: str = field(default="successors", metadata={
+        "help": "the hint's answer: 'successors' (each input element's successor) or 'pairs' (each input element, "
+                "then its successor)", "choices": HINT_FORMS})
 
 
 @register_task
@@ -106,7 +112,9 @@ class Sort(StringTask):
     Task hinting (Awasthi & Gupta 2023, arXiv 2310.00726): with `hint` > 0 that fraction of training
     samples is the auxiliary "successor" task `^ c a b > # b c $`: for each input element, the
     element that follows it in the sorted list (ties broken by input order), '#' for the last.
-    Evaluation (train=False) is always the sort task."""
+    `hint_form=pairs` writes each input element before its successor, `^ c a b > c # a b b c $`, so
+    the successor is read off the element just written, as each sorted symbol is read off the one
+    before it. Evaluation (train=False) is always the sort task."""
 
     name = "sort"
     Params = SortParams
@@ -116,9 +124,12 @@ class Sort(StringTask):
     def validate(self) -> None:
         super().validate()
         check(0.0 <= self.params.hint < 1.0, "task.hint", self.params.hint, "expected a fraction in [0, 1)")
+        check(self.params.hint_form in HINT_FORMS, "task.hint_form", self.params.hint_form,
+              f"expected one of: {', '.join(HINT_FORMS)}")
 
     def sequence_length(self, length: int) -> int:
-        return 2 * length + 2
+        pairs = self.params.hint > 0 and self.params.hint_form == "pairs"
+        return (3 if pairs else 2) * length + 2
 
     def _fixed_length(self, L, m, generator, train) -> Batch:
         values = self.random_string(m, L, generator)
@@ -131,7 +142,15 @@ class Sort(StringTask):
             hint = torch.rand(m, generator=generator) < self.params.hint
         marker = torch.where(hint, self.vocab[">"], self.vocab["="])[:, None]
         prompt = torch.cat([column(m, self.vocab[BOS]), values, marker], 1)
-        answer = torch.cat([torch.where(hint[:, None], successor, ordered), column(m, self.vocab[EOS])], 1)
+        end = column(m, self.vocab[EOS])
+        if self.params.hint_form == "pairs":
+            # Hint rows are L symbols longer than sort rows, so the two are assembled apart.
+            pairs = torch.stack([values, successor], 2).reshape(m, 2 * L)
+            rows = [(prompt[chosen], torch.cat([answers[chosen], end[chosen]], 1), hint[chosen])
+                    for chosen, answers in ((~hint, ordered), (hint, pairs)) if chosen.any()]
+            return concat_padded([assemble(p, a, meta={"length": torch.full((len(h),), L), "hint": h})
+                                  for p, a, h in rows])
+        answer = torch.cat([torch.where(hint[:, None], successor, ordered), end], 1)
         return assemble(prompt, answer, meta={"length": torch.full((m,), L), "hint": hint})
 
 
