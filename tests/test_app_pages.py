@@ -405,6 +405,10 @@ def test_train_form_offers_every_task_parameter_and_registry_choice(empty):
     objective = app.selectbox(key="train_bigram_backcopy_task.objective")
     assert objective.options == ["next", "masked"] and objective.value == "next"
     assert app.checkbox(key="train_bigram_backcopy_model.bidirectional").value is False  # attention's own
+    app.selectbox(key="train_task").select("sort").run()
+    hint_form = app.selectbox(key="train_sort_task.hint_form")
+    assert hint_form.options == ["successors", "pairs"] and hint_form.value == "successors"
+    assert app.checkbox(key="train_sort_model.logit_scaling").value is False
 
 
 def test_train_form_shows_a_mixers_own_settings_when_it_is_chosen(empty):
