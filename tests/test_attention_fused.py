@@ -39,7 +39,8 @@ def test_fused_path_matches_the_module_path_bitwise(overrides, monkeypatch):
 
 
 @pytest.mark.parametrize("overrides", [["model.pos=rope"], ["model.pos=alibi"], ["model.gated_attention=true"],
-                                       ["model.softmax=clipped"], ["model.logit_scaling=true"]])
+                                       ["model.softmax=clipped"], ["model.logit_scaling=true"],
+                                       ["model.scalable_softmax=true"]])
 def test_what_the_fused_path_does_not_cover_takes_the_module_path(overrides, monkeypatch):
     _, task, model = make(*overrides)
     model.train()

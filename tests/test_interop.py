@@ -59,6 +59,7 @@ REFUSED = {  # id -> (overrides, the field the one-line error names)
     "hybrid": (dict(layers="attention,mamba", pos="rope"), "model.layers"),
     "topk": (dict(activation="topk", topk=4), "model.activation"),
     "logit_scaling": (dict(logit_scaling=True), "model.logit_scaling"),
+    "scalable_softmax": (dict(scalable_softmax=True), "model.scalable_softmax"),
     "clipped": (dict(softmax="clipped"), "model.softmax"),
     "bidirectional": (dict(bidirectional=True), "model.bidirectional"),
 }

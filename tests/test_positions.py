@@ -2,6 +2,8 @@
 training, every encoding builds a model that evaluates at 4x the training length of addition."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -74,9 +76,9 @@ def test_the_model_is_causal_with_every_encoding(pos):
 
 
 @pytest.mark.parametrize("pos", ALL)
-@pytest.mark.parametrize("scaling", [False, True])
+@pytest.mark.parametrize("scaling", ["none", "logit_scaling", "scalable_softmax"])
 def test_every_encoding_evaluates_at_four_times_the_training_length(pos, scaling):
-    model, task = model_and_task(pos, f"model.logit_scaling={str(scaling).lower()}")
+    model, task = model_and_task(pos, *([f"model.{scaling}=true"] if scaling != "none" else []))
     model.eval()
     length = 4 * task.train_lengths()[1]
     batch = task.sample(4, torch.Generator().manual_seed(1), length=length, train=False)
@@ -257,3 +259,30 @@ def test_alibi_slopes_for_powers_of_two_are_unchanged(n_heads):
     from workbench.models.positions import alibi_slopes
 
     assert alibi_slopes(n_heads) == [2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)]
+
+
+def test_scalable_softmax_scales_each_query_by_a_learned_factor_times_the_log_of_its_keys():
+    """Nakanishi 2025: query i's logits times s log(i + 1), s one learned number per head, starting at
+    1 / log 2; the first query (one key) is scaled to 0, which leaves its single weight at 1."""
+    plain, task = model_and_task("nope")
+    scaled, _ = model_and_task("nope", "model.scalable_softmax=true")
+    scaled.load_state_dict(plain.state_dict(), strict=False)
+    batch = task.sample(4, torch.Generator().manual_seed(0))
+    T = batch.tokens.shape[1]
+    layer = scaled.blocks[0].mixer
+    assert torch.allclose(layer.length_factor.detach(), torch.full((layer.n_heads,), 1 / math.log(2)))
+    with torch.no_grad():
+        layer.length_factor.copy_(torch.arange(1.0, layer.n_heads + 1))  # a different s per head
+    queries = {name: model.run_with_cache(batch.tokens, batch.position_ids, names=["blocks.0.mixer.hook_q"])[1]
+               ["blocks.0.mixer.hook_q"] for name, model in (("plain", plain), ("scaled", scaled))}
+    factor = torch.arange(1.0, layer.n_heads + 1)[:, None] * torch.arange(1.0, T + 1).log()
+    assert torch.allclose(queries["scaled"], queries["plain"] * factor[None, :, :, None], atol=1e-5)
+    loss = scaled(batch.tokens, batch.position_ids)[batch.loss_mask].logsumexp(-1).mean()
+    loss.backward()
+    assert layer.length_factor.grad is not None and layer.length_factor.grad.abs().sum() > 0, "s is trained"
+
+
+@pytest.mark.parametrize("other", ["model.logit_scaling=true", "model.bidirectional=true"])
+def test_scalable_softmax_refuses_a_second_scaling_and_bidirectional_attention(other):
+    with pytest.raises(ConfigError, match="model.scalable_softmax"):
+        RunConfig.load(None, ["model.pos=nope", "model.scalable_softmax=true", other])

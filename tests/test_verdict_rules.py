@@ -174,8 +174,8 @@ def _induction(states):
 
 
 def _flattening(states):
-    """'pass': the plain models' answer entropy rises 1 nat and the scaled ones' 0.1, and scaling buys 40
-    points at the longest length; 'fail': the other way round, and no gain."""
+    """'pass': the plain models' answer entropy rises 1 nat and the scaled ones' (either scaling) 0.1, and
+    scaling buys 40 points at the longest length; 'fail': the other way round, and no gain."""
     def numbers(rise, exact):
         return {"exact_train": 1.0, "exact_longest": exact, "entropy_train": 0.05, "entropy_longest": 0.05 + rise,
                 "rise": rise}
@@ -185,8 +185,9 @@ def _flattening(states):
         passing = state == "pass"
         for pos in ("nope", "rope"):
             models.setdefault(pos, {})[str(seed)] = numbers(1.0 if passing else 0.1, 0.2)
-            models.setdefault(f"{pos}-scaled", {})[str(seed)] = numbers(0.1 if passing else 1.0,
-                                                                        0.6 if passing else 0.2)
+            for scaling in ("scaled", "ssmax"):
+                models.setdefault(f"{pos}-{scaling}", {})[str(seed)] = numbers(0.1 if passing else 1.0,
+                                                                               0.6 if passing else 0.2)
     return {"fast": False, "train_filler": 32, "longest": 1024, "models": models}
 
 

@@ -58,6 +58,10 @@ class ModelConfig:
     max_positions: int = setting(1024, "size of absolute and coupled position tables (the largest id + 1)")
     logit_scaling: bool = setting(False, "multiply query i's attention logits by log(i + 2) / log 2, so attention "
                                           "stays sharp as the context grows")
+    scalable_softmax: bool = setting(False, "Scalable-Softmax (Nakanishi 2025): multiply query i's attention logits "
+                                             "by s log(i + 1), the log of the number of keys it sees, with s learned "
+                                             "per head (starting at 1 / log 2); causal attention, without "
+                                             "logit_scaling")
     softmax: str = setting("standard", "attention softmax; clipped lets a head attend to nothing "
                                        "(Bondarenko et al. 2023)")
     gated_attention: bool = setting(False, "a learned gate on each head's output (a head can switch itself off)")
@@ -137,6 +141,7 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("model", None, "mixer_options", {}), ("probes", None, "weights", False),
                   ("task.params", "mqar", "filler", "marker"), ("task.params", "mqar", "distinct_values", False),
                   ("model", None, "looped", False), ("model", None, "bidirectional", False),
+                  ("model", None, "scalable_softmax", False),
                   ("task.params", "multi_operand_addition", "levels", 2),
                   ("task.params", "multi_operand_addition", "scratchpad", "running"),
                   ("task.params", "multi_operand_addition", "equal_lengths", 0.0),
@@ -224,6 +229,9 @@ class RunConfig:
         check(not (m.looped and m.layers), "model.looped", m.looped,
               "expected false with model.layers (a looped model repeats one block: set model.mixer and model.n_layers)")
         _check_bidirectional(m)
+        check(not (m.scalable_softmax and (m.logit_scaling or m.bidirectional)), "model.scalable_softmax",
+              m.scalable_softmax, "expected false with model.logit_scaling or model.bidirectional (it scales causal "
+              "attention by the log of the keys each query sees, in place of the fixed scaling)")
         _finite_numbers(self)
         check(m.mlp_ratio >= 0, "model.mlp_ratio", m.mlp_ratio, "expected > 0, or 0 for no MLP")
         check(m.activation != "topk" or m.topk >= 1, "model.topk", m.topk, "expected >= 1 with activation=topk")

@@ -123,7 +123,8 @@ HINTING = ("2310.00726",)  # Awasthi and Gupta 2023, task hinting
 # Added 2026-12-07, with the same bar, after one seed-0 pilot of each (notes): the hint written as
 # element-successor pairs, our other reading of the paper's successor task, and the paper's other
 # lever, a length-dependent softmax, as our fixed log-length scaling of the logits.
-_SORT_HINT_METHOD = "lists of 1-20 as in the paper, judged at 60 (3x; the paper's 5x, 100, is also measured), a 2-layer NoPE model"
+_SORT_HINT_METHOD = ("lists of 1-20 as in the paper, judged at 60 (3x; the paper's 5x, 100, is also measured), a "
+                     "2-layer NoPE model")
 lengthgen(
     "sort-hint", "2-layer Transformers (d_model 64, 4 heads, NoPE) trained 2000 steps to sort strings of 1-20 "
     "symbols: without a hint, with the successor hint task on half of the training samples (each element's "

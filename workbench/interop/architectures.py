@@ -47,6 +47,7 @@ REFUSALS = {
     ("model.activation", "topk"): "the top-k MLP activation exists in no transformers architecture",
     ("model.softmax", "clipped"): "the clipped softmax exists in no transformers architecture",
     ("model.logit_scaling", True): "log-length logit scaling exists in no transformers architecture",
+    ("model.scalable_softmax", True): "Scalable-Softmax exists in no transformers architecture",
     ("model.gated_attention", True): "per-head output gates exist in no transformers architecture",
     ("model.bidirectional", True): "GPT-2's and GPT-NeoX's attention is causal: a bidirectional model would compute "
                                    "another function",
@@ -70,7 +71,8 @@ def architecture_for(model_config):
         field = "model.layers" if m.layers else "model.mixer"
         raise refuse(field, m.layers or mixer, REFUSALS.get(("model.mixer", mixer), REFUSALS[("model.mixer", None)]))
     for field, value in (("model.pos", m.pos), ("model.activation", m.activation), ("model.softmax", m.softmax),
-                         ("model.logit_scaling", m.logit_scaling), ("model.gated_attention", m.gated_attention),
+                         ("model.logit_scaling", m.logit_scaling), ("model.scalable_softmax", m.scalable_softmax),
+                         ("model.gated_attention", m.gated_attention),
                          ("model.bidirectional", m.bidirectional), ("model.norm", m.norm),
                          ("model.mlp_ratio", m.mlp_ratio)):
         if (field, value) in REFUSALS:

@@ -6,7 +6,7 @@ from ..errors import ConfigError
 
 ATTENTION = ("model.mixer=attention with model.pos learned, nope or sinusoidal (as GPT-2) or rope (as GPT-NeoX), "
              "model.activation relu, gelu, gelu_tanh or silu, model.softmax=standard, model.norm=layernorm, an MLP, "
-             "no logit_scaling, no gated_attention, not bidirectional, model.attention_head_dim 0")
+             "no logit_scaling or scalable_softmax, no gated_attention, not bidirectional, model.attention_head_dim 0")
 MAMBA = "model.mixer=mamba with model.pos=nope, model.norm=rmsnorm and model.mlp_ratio=0 (as MambaForCausalLM)"
 EXPORTABLE = f"exportable: {ATTENTION}; or {MAMBA}"
 

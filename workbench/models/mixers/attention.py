@@ -47,7 +47,7 @@ class AttentionOptions:
 
 @register_mixer("attention")
 class Attention(Mixer):
-    settings = ("n_heads", "softmax", "gated_attention", "logit_scaling", "bidirectional")
+    settings = ("n_heads", "softmax", "gated_attention", "logit_scaling", "scalable_softmax", "bidirectional")
     Options = AttentionOptions
 
     def __init__(self, config, layer_index):
@@ -58,6 +58,10 @@ class Attention(Mixer):
         self.qkv = make_linear(d, 3 * inner, sigma_reparam=config.sigma_reparam)
         self.out = make_linear(inner, d, sigma_reparam=config.sigma_reparam)
         self.gate = make_linear(d, self.n_heads, sigma_reparam=config.sigma_reparam) if config.gated_attention else None
+        # Scalable-Softmax's per-head factor s; from 1 / log 2 its scale log(i + 1) / log 2 starts as
+        # the fixed logit_scaling's one key later, so the two differ only in what training does to s.
+        self.length_factor = (torch.nn.Parameter(torch.full((self.n_heads,), 1.0 / math.log(2.0)))
+                              if config.scalable_softmax else None)
         self.hook_scores = HookPoint()  # pre-softmax logits (B, H, T, T), masked with -inf
         self.hook_entropy = HookPoint()  # per-query softmax entropy in nats (B, H, T)
         # queries, keys (after any rotation and logit scaling) and values, each (B, H, T, head_dim)
@@ -72,6 +76,9 @@ class Attention(Mixer):
         q, k = context.encoding.rotate(q, k, context.positions)
         if self.config.logit_scaling:
             q = q * log_length_scale(T, x.device)[:, None]
+        if self.length_factor is not None:  # s log n, n = i + 1 keys seen by query i (Nakanishi 2025)
+            keys_seen = torch.arange(1, T + 1, device=x.device, dtype=q.dtype)
+            q = q * (self.length_factor[:, None] * keys_seen.log())[None, :, :, None]
         return self.hook_q(q), self.hook_k(k), self.hook_v(v)
 
     def scores(self, q: Tensor, k: Tensor, context: MixerContext) -> Tensor:
@@ -153,7 +160,8 @@ class Attention(Mixer):
         encoding = type(context.encoding)
         plain_positions = encoding.rotate is PositionalEncoding.rotate and encoding.bias is PositionalEncoding.bias
         return (torch.is_grad_enabled() and x.device.type == "cpu" and plain_positions and not self.hook_entropy.active
-                and not self.config.logit_scaling and self.gate is None and not self.config.bidirectional)
+                and not self.config.logit_scaling and self.length_factor is None and self.gate is None
+                and not self.config.bidirectional)
 
     def kernel_bias(self, context: MixerContext):
         """This layer's logit bias in the form workbench.kernels takes: None, ALiBi slopes (H,), or
