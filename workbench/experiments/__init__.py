@@ -3,7 +3,7 @@ from .base import (EXPERIMENTS, Budget, Experiment, Variant, budget_for, get_exp
                    load_result, recipe_budget, register_experiment, run_command, run_experiment)
 from .results import ExperimentResult  # noqa: F401
 from .verdicts import VERDICTS, Claim, Outcome, UntestedClaim  # noqa: F401
-from . import inside, lengthgen_recipes, lengthgen_flattening, lengthgen_budget  # noqa: F401  (registration)
+from . import inside, lengthgen_recipes, lengthgen_flattening, lengthgen_temperature, lengthgen_budget  # noqa: F401
 from . import mixers  # noqa: F401  (registration: mimetic-recall, mqar-vs-width, copy-vs-length)
 from . import circuits  # noqa: F401  (registration: induction-heads)
 from . import streaming_memory  # noqa: F401  (registration: streaming-entropy-memory)

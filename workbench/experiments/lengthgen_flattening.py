@@ -187,11 +187,6 @@ register_experiment(Experiment(
               "RoPE, as the paper's models; " + SSMAX_FORM, GAIN_RULE.format("Scalable-Softmax"),
               decide_gain("rope", "ssmax"))],
     untested=[
-        UntestedClaim("T5's relative bias disperses attention, and aligning its temperature at inference improves "
-                      "pretrained T5 on retrieval and QA without fine-tuning", ("2311.00684",),
-                      "model.pos=t5_bias runs with a temperature applied only at evaluation"),
-        UntestedClaim("Searching each head's temperature after training extends NoPE's context", ("2404.12224",),
-                      "a per-head temperature tuned at evaluation rather than a scaling trained in"),
         UntestedClaim("Selective attention (a temperature per query and position) controls how much context each "
                       "query takes in", ("2411.12892",), "a learned per-query temperature, not a fixed log-length "
                       "scale"),

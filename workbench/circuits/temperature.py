@@ -1,0 +1,168 @@
+"""Attention temperature after training: each attention head's logits multiplied by a factor at
+evaluation, the weights left as trained.
+
+A factor c turns a head's softmax(z) into softmax(c z), z the whole logit (q.k / sqrt(d) plus any
+position bias), the softmax at temperature 1 / c: above 1 the head looks at fewer keys. Three ways to
+choose the factors, each from what a model shows at the length it is tested at:
+
+- `search_uniform_scale`: one factor for every head, the one of a grid whose answers on held-out
+  samples of the test length have the lowest loss (Wang et al. 2024, "Length Generalization of Causal
+  Transformers without Position Encoding", arXiv 2404.12224: UniformScale, searched on validation
+  perplexity).
+- `train_head_scales`: a factor per head and layer, trained on the answer loss at the test length with
+  every weight frozen, from the uniform factor, never below 1 (Wang et al.'s HeadScale; their code
+  trains 200 steps of batch 8 at learning rate 5e-2 or 1e-1 with 10% warmup, and clamps at 1).
+- `entropy_aligned_scale`: one factor for every head, the one at which the mean attention entropy at
+  the answer, over every head, equals the model's own at the training length (our reading of the entropy
+  alignment of Chi et al. 2023, "Attention Alignment and Flexible Positional Embeddings Improve
+  Transformer Length Extrapolation", arXiv 2311.00684): no labels are used.
+
+The factors go in through each attention layer's queries (`hook_q`) where the position encoding adds
+no logit bias, otherwise through its logits (`hook_scores`), and then the layer builds its T x T map
+explicitly: evaluate long inputs in small chunks.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+from torch import Tensor
+
+from ..errors import check
+from ..evaluate import answer_loss, answer_rows, eval_mode, exact_match
+from ..models.positions import PositionalEncoding
+from ..probes.attention import attention_layers
+from ..probes.entropy_length import entropy_at_length
+
+UNIFORM_GRID = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0)
+HEAD_STEPS, HEAD_BATCH, HEAD_LR, HEAD_WARMUP, HEAD_FLOOR = 200, 8, 5e-2, 0.1, 1.0
+ALIGN_RANGE, ALIGN_ROUNDS = (1.0, 16.0), 12
+CHUNK = 32  # samples per forward: at ~1000 tokens each T x T map of 4 heads is ~0.5 GB
+
+
+def scale_table(model, factors: float | Tensor) -> Tensor:
+    """factors as one row per attention layer, one column per head: (layers, heads)."""
+    layers = attention_layers(model)
+    check(len(layers) > 0, "model.mixer", "no attention layer", "a model with softmax attention")
+    heads = model.blocks[layers[0]].mixer.n_heads
+    table = torch.as_tensor(factors, dtype=torch.float32)
+    table = table.expand(len(layers), heads) if table.dim() == 0 else table
+    check(tuple(table.shape) == (len(layers), heads), "temperature factors", tuple(table.shape),
+          f"one number, or ({len(layers)}, {heads}): a row per attention layer, a column per head")
+    check(bool((table.detach() > 0).all()), "temperature factors", table.detach().min().item(), "numbers > 0")
+    return table
+
+
+@contextlib.contextmanager
+def attention_temperature(model, factors: float | Tensor):
+    """Within the block, every attention layer's logits are multiplied by its heads' factors. A factor
+    table that requires grad stays in the graph, so the factors can be trained."""
+    table = scale_table(model, factors)
+    on_queries = not adds_logit_bias(model)
+    listeners = {}
+    for row, layer in enumerate(attention_layers(model)):
+        factor = table[row].view(1, -1, 1, 1)
+        hook = f"blocks.{layer}.mixer.{'hook_q' if on_queries else 'hook_scores'}"
+        listeners[hook] = lambda value, hook, f=factor: scaled_logits(value, f)
+    with model.hooks(listeners):
+        yield model
+
+
+def adds_logit_bias(model) -> bool:
+    """Whether the model's position encoding adds a bias to the logits (T5, ALiBi, FIRE, ...). Without
+    one, scaling the queries scales the logits, and attention keeps its fast path (no T x T map)."""
+    return type(model.encoding).bias is not PositionalEncoding.bias
+
+
+def scaled_logits(value: Tensor, factor: Tensor) -> Tensor:
+    """value * factor, for queries or for logits. A masked logit (-inf) stays -inf, but enters the
+    product as a finite number, so the factor's gradient (a sum over logits times their gradients,
+    0 where masked) is not 0 * inf."""
+    factor = factor.to(value.dtype)
+    if not torch.is_grad_enabled():
+        return value * factor
+    masked = torch.isneginf(value)
+    return (value.masked_fill(masked, 0.0) * factor).masked_fill(masked, float("-inf"))
+
+
+def held_out(purpose: str, seed: int, length: int) -> torch.Generator:
+    """A sample stream of its own for choosing factors, apart from the evaluation streams
+    (evaluate.eval_generator) that report exact match."""
+    offset = {"validation": 104_729, "tuning": 130_363}[purpose]
+    return torch.Generator().manual_seed(offset + 7919 * seed + length)
+
+
+def scaled_exact_match(model, task, factors, n: int, generator: torch.Generator, length: int) -> tuple[float, float]:
+    """(exact match, answer loss) on n samples of `length` with the factors applied."""
+    with attention_temperature(model, factors):
+        return exact_match(model, task, n, generator, length=length, chunk=CHUNK)
+
+
+def search_uniform_scale(model, task, length: int, n: int, seed: int,
+                         grid: tuple[float, ...] = UNIFORM_GRID) -> tuple[float, dict[float, float]]:
+    """(the grid's factor with the lowest answer loss on n validation samples of `length`,
+    {factor: that loss})."""
+    losses = {c: scaled_exact_match(model, task, c, n, held_out("validation", seed, length), length)[1]
+              for c in grid}
+    return min(losses, key=losses.get), losses
+
+
+def train_head_scales(model, task, length: int, start: float, seed: int, steps: int = HEAD_STEPS,
+                      batch_size: int = HEAD_BATCH, lr: float = HEAD_LR, floor: float = HEAD_FLOOR) -> Tensor:
+    """(layers, heads) factors from `start`, trained by Adam on the answer loss of fresh samples of
+    `length` with every weight frozen; linear warmup over the first 10% of steps, then linear decay;
+    clamped at `floor` after each step."""
+    table = scale_table(model, start).clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([table], lr=lr)
+    warmup = max(1, int(HEAD_WARMUP * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(steps - warmup, 1))))
+    generator = held_out("tuning", seed, length)
+    frozen = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        for p, _ in frozen:
+            p.requires_grad_(False)
+        with eval_mode(model), torch.enable_grad():
+            for _ in range(steps):
+                batch = task.sample(batch_size, generator, length=length, train=False)
+                with attention_temperature(model, table):
+                    logits = model(*batch.inputs())
+                rows, targets = answer_rows(batch)
+                optimizer.zero_grad()
+                answer_loss(logits, rows, targets).backward()
+                optimizer.step()
+                schedule.step()
+                with torch.no_grad():
+                    table.clamp_(min=floor)
+    finally:
+        for p, wanted in frozen:
+            p.requires_grad_(wanted)
+    return table.detach()
+
+
+def mean_answer_entropy(model, task, length: int, n: int, seed: int, factors: float | Tensor = 1.0) -> float:
+    """Mean attention entropy (nats) at each sample's first answer prediction, over every head and
+    layer, on n validation samples of `length`."""
+    with attention_temperature(model, factors):
+        per_layer = entropy_at_length(model, task, length, n, seed, at_answer=True)
+    return float(torch.cat([raw for raw, _ in per_layer.values()]).mean())
+
+
+def entropy_aligned_scale(model, task, length: int, reference_length: int, n: int, seed: int) -> float:
+    """The factor for every head at which the mean answer entropy at `length` equals the model's own
+    at `reference_length` (factor 1), by bisection on log c within ALIGN_RANGE; an end of the range if
+    the target lies beyond it."""
+    target = mean_answer_entropy(model, task, reference_length, n, seed)
+    low, high = (math.log(c) for c in ALIGN_RANGE)
+    if mean_answer_entropy(model, task, length, n, seed, ALIGN_RANGE[0]) <= target:
+        return ALIGN_RANGE[0]
+    if mean_answer_entropy(model, task, length, n, seed, ALIGN_RANGE[1]) >= target:
+        return ALIGN_RANGE[1]
+    for _ in range(ALIGN_ROUNDS):
+        middle = (low + high) / 2
+        if mean_answer_entropy(model, task, length, n, seed, math.exp(middle)) > target:
+            low = middle
+        else:
+            high = middle
+    return math.exp((low + high) / 2)
