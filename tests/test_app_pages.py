@@ -292,6 +292,27 @@ def test_length_page_reads_a_coupled_run_at_other_id_offsets(demo):
     assert any("--offsets: invalid value 0" in w.value for w in app.warning)
 
 
+def test_length_page_reads_an_attention_run_with_temperatures(demo):
+    from workbench.store import open_run
+
+    before = len(open_run(demo["hybrid"]).metrics())
+    app = run_page("Length_generalization", selected=[demo["hybrid"]])
+    options = app.selectbox(key="length_temperature_run").options
+    assert len(options) == 2  # both demo runs have attention (the hybrid's first layer)
+    app.selectbox(key="length_temperature_run").select(next(o for o in options if o.startswith(demo["hybrid"]))).run()
+    app.text_input(key="length_temperature_lengths").input("4,6")
+    app.text_input(key="length_temperature_factors").input("1,2,uniform")
+    app.number_input(key="length_temperature_n").set_value(8)
+    next(button for button in app.button if button.label == "Evaluate with temperatures").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    result = next(frame.value for frame in app.dataframe if "x2 factor" in frame.value.columns)
+    assert list(result.length) == [4, 6] and list(result["x2 factor"]) == [2.0, 2.0]
+    assert len(open_run(demo["hybrid"]).metrics()) == before  # a question asked of the run, not stored
+    app.text_input(key="length_temperature_factors").input("0")
+    next(button for button in app.button if button.label == "Evaluate with temperatures").click().run()
+    assert any("--temperature: invalid value 0.0" in w.value for w in app.warning)
+
+
 def save_fake_lengthgen_result(demo) -> None:
     """A cached experiment result made from the tiny runs (the page only reads it)."""
     from workbench.experiments import ExperimentResult

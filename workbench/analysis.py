@@ -169,6 +169,23 @@ def evaluate_offsets(run_id: str, lengths: list[int] | str, offsets: list[int] |
     return curves
 
 
+def evaluate_temperatures(run_id: str, lengths: list[int] | str, temperatures: list | str, n: int = 512,
+                          progress: Callable[[int, int], None] | None = None) -> dict[int, dict[str, dict]]:
+    """{length: {reading: {"exact_match", "factor"}}} for a finished run read with its attention logits
+    multiplied after training (workbench.circuits.temperature): fixed factors, and the uniform factor
+    searched, the entropy-aligned one and per-head ones trained, at each length. `lengths` and
+    `temperatures` may be the command line's text ("32,256", "1,1.5,uniform"). Nothing is stored."""
+    from .circuits.temperature import parse_temperatures, temperature_curves
+
+    lengths = _coerce(lengths, list[int], "--lengths")
+    check(bool(lengths), "--lengths", "", "expected one or more lengths, e.g. 32,256,1024")
+    readings = parse_temperatures(temperatures)
+    finished = load_for_evaluation(run_id, lengths, n)
+    reference = finished.task.train_lengths()[1]  # the entropy alignment's target: the longest trained length
+    return temperature_curves(finished.model, finished.task, lengths, readings, n, finished.config.train.seed,
+                              reference, progress)
+
+
 def run_sample_attention(run: Run, length: int | None = None, index: int = 0, offset: int | None = None):
     """A stored run's final model on the `index`-th fresh sample of `length` (default: the longest
     length it trained on), its coupled ids starting at `offset` when one is given: a SampleAttention

@@ -116,6 +116,15 @@ def offset_result_table(curves: dict[int, dict[int, float]]) -> pd.DataFrame:
                          for length, curve in curves.items()])
 
 
+def temperature_result_table(curves: dict[int, dict[str, dict]]) -> pd.DataFrame:
+    """analysis.evaluate_temperatures's result as a table: one row per length, per reading its exact match
+    and the factor it used (the mean over heads for per-head factors)."""
+    return pd.DataFrame([{"length": length, **{f"{reading}{suffix}": numbers[key]
+                                               for reading, numbers in row.items()
+                                               for suffix, key in (("", "exact_match"), (" factor", "factor"))}}
+                         for length, row in curves.items()])
+
+
 def ray_available() -> bool:
     """Whether the Ray backend can be offered (the optional `ray` extra is installed)."""
     import importlib.util

@@ -84,6 +84,12 @@ def _add_eval_length(sub) -> None:
                    help="instead: exact match at each of these starts of the coupled position ids, e.g. 1,2,10,random "
                         "(random: each sample's start drawn as in training, fair to what the model saw; "
                         "coupled-id tasks; shows which ids the model learned; not stored)")
+    p.add_argument("--temperature", default=None,
+                   help="instead: exact match with every attention head's logits multiplied after training, e.g. "
+                        "1,1.5,uniform,aligned,head (a number: that factor for every head; uniform: the best factor "
+                        "by loss on held-out samples of each length; aligned: the factor that brings the answer's "
+                        "attention entropy back to the longest trained length's; head: a factor per head trained "
+                        "at the longest length with the weights frozen; not stored)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
@@ -304,8 +310,12 @@ def cmd_eval_length(args) -> int:
     from .reports import json_keys
 
     check(args.entropy_n >= 1 or not args.entropy, "--entropy-n", args.entropy_n, "expected at least 1 sample per length")
+    check(args.offsets is None or args.temperature is None, "--temperature", args.temperature,
+          "one sweep at a time: leave out --offsets")
     if args.offsets is not None:
         return _eval_offsets(args)
+    if args.temperature is not None:
+        return _eval_temperatures(args)
     result = _with_length_bar(lambda progress: evaluate_lengths(
         args.run, args.lengths, args.n, args.entropy_n if args.entropy else 0, progress=progress,
         examples=args.examples, entropy_at=args.entropy_at))
@@ -349,6 +359,26 @@ def _eval_offsets(args) -> int:
     print("length" + "".join(f"  offset {offset:<4}" for offset in offsets))
     for length, curve in curves.items():
         print(f"{length:>6}" + "".join(f"  {curve[offset]:>11.4f}" for offset in offsets))
+    return 0
+
+
+def _eval_temperatures(args) -> int:
+    from .errors import check
+    from .analysis import evaluate_temperatures
+    from .reports import json_keys
+
+    check(not (args.entropy or args.examples), "--temperature", args.temperature,
+          "a temperature sweep is its own evaluation; leave out --entropy and --examples")
+    curves = _with_length_bar(lambda progress: evaluate_temperatures(args.run, args.lengths, args.temperature,
+                                                                     args.n, progress=progress))
+    if args.json:
+        _print_json({"run_id": args.run, "exact_match_by_temperature": json_keys(curves)})
+        return 0
+    readings = list(next(iter(curves.values())))
+    print("exact match with the attention logits multiplied by a factor (the factor, mean over heads, in brackets)")
+    print("length" + "".join(f"  {reading:>16}" for reading in readings))
+    for length, row in curves.items():
+        print(f"{length:>6}" + "".join(f"  {row[r]['exact_match']:>7.4f} ({row[r]['factor']:>5.2f})" for r in readings))
     return 0
 
 

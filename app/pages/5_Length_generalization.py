@@ -1,16 +1,18 @@
 """Length generalization: exact match vs test length for several runs (seeds as bands) or a whole
 experiment, with the longest training length marked; attention entropy vs test length; a form
 that evaluates a finished run at new lengths (what `workbench eval-length` does); and, for coupled
-position ids, exact match by where the ids start (`workbench eval-length --offsets`)."""
+position ids, exact match by where the ids start (`workbench eval-length --offsets`); for attention, exact
+match with the logits multiplied by a temperature factor after training (`workbench eval-length --temperature`)."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.explain import run_notes
-from workbench.analysis import evaluate_lengths, evaluate_offsets
+from workbench.analysis import evaluate_lengths, evaluate_offsets, evaluate_temperatures
 from workbench.figures import runs as run_figures
-from workbench.figures.builders import offset_curves
+from workbench.figures.builders import offset_curves, temperature_curves
 from workbench.probes.id_offset import default_offset, reads_coupled_ids
 from workbench.store import COMPLETED
+from workbench.tasks import task_for
 
 st.set_page_config(page_title="Length generalization · workbench", layout="wide")
 st.title("Length generalization")
@@ -131,6 +133,40 @@ def offsets_form() -> None:
         support.figure_view(fig, "length_offset_curve", support.download_name("offsets", run.run_id))
 
 
+def temperatures_form() -> None:
+    """Evaluate one finished attention run with its attention logits multiplied after training (not stored)."""
+    attention = completed[completed.mixer.str.contains("attention")]
+    if attention.empty:
+        return
+    st.subheader("Attention temperature after training")
+    with st.expander("Exact match with every head's logits multiplied by a factor"):
+        st.caption("Attention spreads over more keys as inputs grow past the training length. A factor above 1 "
+                   "sharpens it again, the weights as trained (a softmax temperature of 1 / factor). A number is "
+                   "that factor for every head; `uniform` picks the best factor of a grid by the loss on other "
+                   "samples of each length (Wang et al. 2024, arXiv 2404.12224); `aligned` the one that brings the "
+                   "answer's attention entropy back to the longest trained length's (after Chi et al. 2023, arXiv "
+                   "2311.00684); `head` trains a factor per head at the longest length with the weights frozen "
+                   "(Wang et al.'s HeadScale: 200 steps, a minute or more). Nothing is stored.")
+        run = support.pick_run(attention, key="length_temperature_run", selects=False)
+        with st.form("length_temperature_form"):
+            left, middle, right = st.columns(3)
+            defaults = ",".join(map(str, run.config().task.eval_lengths)) or "5,10,20"
+            lengths = left.text_input("test lengths (--lengths)", value=defaults, key="length_temperature_lengths")
+            temperatures = middle.text_input("factors (--temperature)", value="1,1.5,uniform,aligned",
+                                             key="length_temperature_factors",
+                                             help="comma-separated: numbers > 0, uniform, aligned, head")
+            n = right.number_input("samples (--n)", min_value=1, value=256, step=64, key="length_temperature_n")
+            if not st.form_submit_button("Evaluate with temperatures"):
+                return
+        curves = support.evaluate_by_length(lambda progress: evaluate_temperatures(
+            run.run_id, lengths, temperatures, int(n), progress=progress))
+        if curves is None:
+            return
+        st.dataframe(support.temperature_result_table(curves), hide_index=True, key="length_temperature_result")
+        fig = temperature_curves(curves, task_for(run.config().task).train_lengths()[1])
+        support.figure_view(fig, "length_temperature_curve", support.download_name("temperature", run.run_id))
+
+
 source = st.radio("show", ["runs", "an experiment"], horizontal=True, key="length_source")
 if source == "runs":
     has_curve = [run_figures.has_length_curve(support.open_run(r)) for r in table.run_id]
@@ -140,6 +176,7 @@ if source == "runs":
         support.add_to_selection([evaluated])
     show_runs(table[has_curve])
     offsets_form()
+    temperatures_form()
 else:
     if not results:
         st.info("No experiment has a cached result yet. Run one on the **Experiments** page or with "

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check
-from ..evaluate import answer_loss, answer_rows, eval_mode, exact_match
+from ..evaluate import answer_loss, answer_rows, eval_generator, eval_mode, exact_match
 from ..models.positions import PositionalEncoding
 from ..probes.attention import attention_layers
 from ..probes.entropy_length import entropy_at_length
@@ -44,13 +44,13 @@ CHUNK = 32  # samples per forward: at ~1000 tokens each T x T map of 4 heads is 
 def scale_table(model, factors: float | Tensor) -> Tensor:
     """factors as one row per attention layer, one column per head: (layers, heads)."""
     layers = attention_layers(model)
-    check(len(layers) > 0, "model.mixer", "no attention layer", "a model with softmax attention")
+    check(len(layers) > 0, "model.mixer", "no attention layer", "expected a model with softmax attention")
     heads = model.blocks[layers[0]].mixer.n_heads
     table = torch.as_tensor(factors, dtype=torch.float32)
     table = table.expand(len(layers), heads) if table.dim() == 0 else table
     check(tuple(table.shape) == (len(layers), heads), "temperature factors", tuple(table.shape),
-          f"one number, or ({len(layers)}, {heads}): a row per attention layer, a column per head")
-    check(bool((table.detach() > 0).all()), "temperature factors", table.detach().min().item(), "numbers > 0")
+          f"expected one number, or ({len(layers)}, {heads}): a row per attention layer, a column per head")
+    check(bool((table.detach() > 0).all()), "temperature factors", table.detach().min().item(), "expected numbers > 0")
     return table
 
 
@@ -166,3 +166,62 @@ def entropy_aligned_scale(model, task, length: int, reference_length: int, n: in
         else:
             high = middle
     return math.exp((low + high) / 2)
+
+
+# --- readings for `workbench eval-length --temperature` and the Length generalization page --------------
+READINGS = ("uniform", "aligned", "head")  # chosen factors; any number > 0 is a fixed factor for every head
+
+
+def parse_temperatures(temperatures: str | list, field: str = "--temperature") -> list[float | str]:
+    """"1,1.5,uniform,aligned,head" (or a list): fixed factors for every head, and the named readings."""
+    items = [str(item).strip() for item in (temperatures.split(",") if isinstance(temperatures, str)
+                                            else temperatures) if str(item).strip()]
+    check(bool(items), field, temperatures, f"expected factors > 0 or {', '.join(READINGS)}, e.g. 1,1.5,uniform")
+    parsed: list[float | str] = []
+    for item in items:
+        if item in READINGS:
+            parsed.append(item)
+            continue
+        try:
+            factor = float(item)
+        except ValueError:
+            factor = float("nan")
+        check(factor > 0 and math.isfinite(factor), field, factor if math.isfinite(factor) else item,
+              f"expected a factor > 0 or one of {', '.join(READINGS)}")
+        parsed.append(factor)
+    return parsed
+
+
+def reading_name(reading: float | str) -> str:
+    return reading if isinstance(reading, str) else f"x{reading:g}"
+
+
+def temperature_curves(model, task, lengths: list[int], readings: list[float | str], n: int, seed: int,
+                       reference_length: int, progress=None) -> dict[int, dict[str, dict[str, float]]]:
+    """{length: {reading: {"exact_match", "factor"}}} on n evaluation samples per length (the same
+    samples for every reading). uniform is searched and aligned (to `reference_length`, the longest
+    trained) is chosen at each length; head is trained once at the longest length and used at all.
+    `progress(done, total)` after each length."""
+    check(len(attention_layers(model)) > 0, "--temperature", ",".join(map(reading_name, readings)),
+          "expected a run with softmax attention layers (model.mixer=attention, or a hybrid with one)")
+    heads = None
+    if "head" in readings:
+        longest = max(lengths)
+        start, _ = search_uniform_scale(model, task, longest, min(n, 64), seed)
+        heads = train_head_scales(model, task, longest, start, seed)
+    curves = {}
+    for done, length in enumerate(lengths, start=1):
+        row = {}
+        for reading in readings:
+            if reading == "uniform":
+                factors = search_uniform_scale(model, task, length, min(n, 64), seed)[0]
+            elif reading == "aligned":
+                factors = entropy_aligned_scale(model, task, length, reference_length, min(n, 32), seed)
+            else:
+                factors = heads if reading == "head" else reading
+            exact = scaled_exact_match(model, task, factors, n, eval_generator(seed, length), length)[0]
+            row[reading_name(reading)] = {"exact_match": exact, "factor": float(torch.as_tensor(factors).mean())}
+        curves[length] = row
+        if progress:
+            progress(done, len(lengths))
+    return curves

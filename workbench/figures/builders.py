@@ -135,6 +135,17 @@ def offset_curves(curves: dict[int, dict[int | str, float]], default_offset: int
     return mark_x(fig, default_offset, "evaluation default")
 
 
+def temperature_curves(curves: dict[int, dict[str, dict]], train_length: int | None = None,
+                       title: str | None = None) -> go.Figure:
+    """Exact match against test length, one line per temperature reading (a fixed factor, or the factors
+    chosen at each length), with the longest trained length marked. `curves` is
+    analysis.evaluate_temperatures's {length: {reading: {"exact_match", "factor"}}}."""
+    frame = pd.DataFrame([{"label": reading, "length": length, "value": numbers["exact_match"]}
+                          for length, row in curves.items() for reading, numbers in row.items()])
+    fig = length_curve(frame, train_length, title=title)
+    return fig.update_xaxes(type="log", tickvals=sorted(curves), title="test length (log scale)")
+
+
 def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", train_length: int | None = None,
                       title: str | None = None) -> go.Figure:
     """Mean attention entropy against test length, one line per layer (the layer mean over heads), with

@@ -8,7 +8,10 @@ from plotly.subplots import make_subplots
 from .style import SEQUENTIAL, color, paper_style, seed_band
 
 LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "nope-ssmax": "NoPE + Scalable-Softmax",
-          "rope": "RoPE", "rope-scaled": "RoPE + log-length scaling", "rope-ssmax": "RoPE + Scalable-Softmax"}
+          "rope": "RoPE", "rope-scaled": "RoPE + log-length scaling", "rope-ssmax": "RoPE + Scalable-Softmax",
+          # temperatures chosen after training (attention-temperature)
+          "nope-uniform": "NoPE, uniform factor", "nope-head": "NoPE, head factors", "nope-aligned": "NoPE, aligned",
+          "t5_bias": "T5 bias", "t5_bias-uniform": "T5 bias, uniform factor", "t5_bias-aligned": "T5 bias, aligned"}
 
 
 def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None = None) -> go.Figure:
@@ -26,7 +29,7 @@ def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None 
                               row=1, col=col)
             fig.add_trace(go.Scatter(x=stats.filler, y=stats["median"] * scale, mode="lines+markers",
                                      name=LABELS.get(name, name), legendgroup=name, showlegend=col == 1,
-                                     line=dict(color=color(i), dash="dot" if name in ("nope", "rope") else "solid")),
+                                     line=dict(color=color(i), dash="dot" if "-" not in name else "solid")),
                           row=1, col=col)
     lengths = sorted(table.filler.unique())
     for col in (1, 2):
