@@ -60,6 +60,13 @@ def test_a_factor_multiplies_each_heads_whole_logits_bias_included(pos):
                           atol=1e-6), "a head with factor 1 keeps its attention"
 
 
+def test_splitting_the_forward_passes_reads_the_same_samples():
+    model, task = _model("t5_bias")
+    whole = exact_match(model, task, 40, eval_generator(0, 12), length=12, chunk=32)
+    split = exact_match(model, task, 40, eval_generator(0, 12), length=12, chunk=32, forward_batch=5)
+    assert split[0] == whole[0] and math.isclose(split[1], whole[1], rel_tol=1e-5)
+
+
 def test_the_factors_get_finite_gradients_where_logits_are_masked():
     model, task = _model("t5_bias")  # the bias path: the factor multiplies the masked T x T logits
     batch = task.sample(4, torch.Generator().manual_seed(1), length=8)

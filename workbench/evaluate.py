@@ -46,17 +46,24 @@ def answer_rows(batch):
 
 @torch.no_grad()
 def exact_match(model, task, n: int, generator: torch.Generator, length: int | None = None,
-                chunk: int = 256) -> tuple[float, float]:
-    """(exact-match rate, mean answer loss) on n fresh evaluation samples."""
+                chunk: int = 256, forward_batch: int | None = None) -> tuple[float, float]:
+    """(exact-match rate, mean answer loss) on n fresh evaluation samples.
+
+    The samples are drawn `chunk` at a time, which fixes the samples a stream gives; `forward_batch`
+    only splits each draw's forward passes (for long inputs whose attention maps would not fit at
+    once): the same samples, the same numbers."""
     hits, loss_sum, tokens = 0, 0.0, 0
     with eval_mode(model):
         for start in range(0, n, chunk):
-            batch = task.sample(min(chunk, n - start), generator, length=length, train=False)
-            logits = model(*batch.inputs())
-            hits += int(task.score(task.predictions(logits), batch).sum())
-            rows, targets = answer_rows(batch)
-            loss_sum += float(answer_loss(logits, rows, targets, reduction="sum"))
-            tokens += len(rows)
+            drawn = task.sample(min(chunk, n - start), generator, length=length, train=False)
+            step = forward_batch or len(drawn)
+            for first in range(0, len(drawn), step):
+                batch = drawn.select(slice(first, first + step))
+                logits = model(*batch.inputs())
+                hits += int(task.score(task.predictions(logits), batch).sum())
+                rows, targets = answer_rows(batch)
+                loss_sum += float(answer_loss(logits, rows, targets, reduction="sum"))
+                tokens += len(rows)
     return hits / n, loss_sum / max(tokens, 1)
 
 

@@ -96,7 +96,7 @@ def held_out(purpose: str, seed: int, length: int) -> torch.Generator:
 def scaled_exact_match(model, task, factors, n: int, generator: torch.Generator, length: int) -> tuple[float, float]:
     """(exact match, answer loss) on n samples of `length` with the factors applied."""
     with attention_temperature(model, factors):
-        return exact_match(model, task, n, generator, length=length, chunk=CHUNK)
+        return exact_match(model, task, n, generator, length=length, forward_batch=CHUNK)
 
 
 def search_uniform_scale(model, task, length: int, n: int, seed: int,
