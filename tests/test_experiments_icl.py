@@ -1,4 +1,5 @@
-"""icl-regression and icl-boolean end to end on the fast budget, and the Boolean learners."""
+"""icl-regression, icl-sparse-regression and icl-boolean end to end on the fast budget, and the Boolean
+learners."""
 from __future__ import annotations
 
 import pytest
@@ -19,6 +20,27 @@ def test_icl_regression_fast_run_has_every_curve_and_judges_nothing(data_dir):
     assert sorted(table.examples.unique()) == list(range(11))
     assert set(result.verdicts().values()) == {"not tested"}
     assert result.summary["least_squares_at_2d"] > 0  # label noise: least squares is not exact at 2d
+
+
+def test_icl_sparse_regression_fast_run_has_lasso_ahead_of_least_squares_where_it_is_judged(data_dir):
+    from workbench.experiments.icl.sparse import compared_with
+
+
+    result = run_experiment("icl-sparse-regression", fast=True, progress=False, workers=1)
+    table = result.table
+    assert set(table[table.kind == "model"].model) == {"attention"}
+    assert set(table[table.kind == "baseline"].model) == {"least squares", "lasso", "averaging", "3-nearest neighbours"}
+    assert set(result.summary["error_ratio_at_2d"]["attention"]) == {"0", "1", "2"}
+    assert set(result.verdicts().values()) == {"not tested"}
+    # the reference the claims are judged against: with fewer examples than dimensions, knowing that w is
+    # sparse pays (the bars compare the models with these two numbers)
+    baselines = result.summary["baselines_at_judged"]
+    assert baselines["lasso"] < 0.5 * baselines["least squares"]
+    # a seed whose model never learned regression in context cannot tell whether it exploits sparsity
+    summary = {**result.summary, "fast": False, "error_ratio_at_2d": {"attention": {"0": 0.5, "1": 0.05, "2": 0.05}},
+               "error_at_judged": {"attention": {"0": 0.0, "1": 0.0, "2": 1.0}}}
+    outcome = compared_with("attention", "lasso", 2.0)(summary)
+    assert outcome.passed == {"0": None, "1": True, "2": False} and outcome.verdict == "inconclusive"
 
 
 def test_icl_boolean_fast_run_scores_models_and_learners(data_dir):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from workbench.errors import ConfigError
-from workbench.icl.baselines import (BASELINES, averaging, gradient_descent, least_squares, nearest_neighbours,
+from workbench.icl.baselines import (BASELINES, averaging, gradient_descent, lasso, least_squares, nearest_neighbours,
                                      preconditioned_gradient_descent, ridge, squared_error_curve,
                                      whitened_gradient_descent)
 
@@ -147,7 +147,7 @@ def test_squared_error_curve_on_a_hand_case():
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_every_baseline_is_causal_with_shapes_and_dtypes(name):
     assert set(BASELINES) == {"least squares", "ridge", "gradient descent", "preconditioned GD",
-                              "3-nearest neighbours", "averaging"}
+                              "3-nearest neighbours", "averaging", "lasso"}
     xs, ys = linear_data(3, 9, 4, noise=0.1)
     preds = BASELINES[name](xs.float(), ys.float())
     assert preds.shape == (3, 9) and preds.dtype == torch.float32
@@ -162,6 +162,21 @@ def test_every_baseline_is_causal_with_shapes_and_dtypes(name):
     later_ys[:, 5:] -= 7.0
     if name != "preconditioned GD":
         assert torch.allclose(BASELINES[name](later_xs, later_ys)[:, :6], BASELINES[name](xs, ys)[:, :6])
+
+
+def test_lasso_recovers_a_sparse_w_from_fewer_examples_than_dimensions():
+    """2-sparse w in d = 10: least squares (the min-norm fit) still errs at 6 examples, while the l1
+    penalty finds w from about s log(d / s) examples; with many examples both are exact."""
+    g = torch.Generator().manual_seed(0)
+    xs = torch.randn(64, 20, 10, generator=g, dtype=torch.float64)
+    w = torch.zeros(64, 10, dtype=torch.float64)
+    w[:, :2] = torch.randn(64, 2, generator=g, dtype=torch.float64)
+    ys = (xs @ w[..., None])[..., 0]
+    sparse, dense = squared_error_curve(lasso(xs, ys), ys, 10), squared_error_curve(least_squares(xs, ys), ys, 10)
+    assert sparse[6] < 0.2 * dense[6] and dense[6] > 0.05
+    assert sparse[-1] < 1e-3 and dense[-1] < 1e-10
+    # the penalty's own fixed point: with one example and a huge alpha, w stays 0
+    assert (lasso(xs[:, :3], ys[:, :3], alpha=1e6) == 0).all()
 
 
 def test_a_context_shorter_than_a_neighbourhood_or_one_example_long():

@@ -236,6 +236,15 @@ def _icl_regression(states):
             "error_at_2d": {model: dict(errors) for model in ("attention", "linear_attention", "mamba", "lstm")}}
 
 
+def _icl_sparse(states):
+    """Least squares 0.1 and Lasso 0.02 at d / 2 examples; every model 0.03 there ('pass': below half of
+    least squares and within 2x Lasso) or 0.2 ('fail')."""
+    errors = {str(seed): 0.03 if state == "pass" else 0.2 for seed, state in enumerate(states)}
+    return {"fast": False, "baselines_at_judged": {"least squares": 0.1, "lasso": 0.02},
+            "error_at_judged": {"attention": errors},
+            "error_ratio_at_2d": {"attention": {str(seed): 0.05 for seed in range(len(states))}}}
+
+
 def _icl_boolean(states, claim):
     """The optimal learners at 98% and 100%; a near-optimal claim's model at 97% ('pass') or 80%, a
     fails claim's at 50% ('pass') or 90%."""
@@ -321,7 +330,7 @@ def summary_for(experiment, claim, states) -> dict:
             "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
             "attention-temperature": _temperature,
             "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory,
-            "icl-regression": _icl_regression}[name](states)
+            "icl-regression": _icl_regression, "icl-sparse-regression": _icl_sparse}[name](states)
 
 
 def _claims():
