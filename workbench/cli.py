@@ -345,40 +345,43 @@ def cmd_eval_length(args) -> int:
 def _eval_offsets(args) -> int:
     from .errors import check
     from .analysis import evaluate_offsets
-    from .reports import json_keys
 
     check(not (args.entropy or args.examples), "--offsets", args.offsets,
           "an offset sweep is its own evaluation; leave out --entropy and --examples")
     curves = _with_length_bar(lambda progress: evaluate_offsets(args.run, args.lengths, args.offsets, args.n,
                                                                 progress=progress))
-    if args.json:
-        _print_json({"run_id": args.run, "exact_match_by_offset": json_keys(curves)})
-        return 0
-    offsets = list(next(iter(curves.values())))
-    print("exact match by the first id of each sample's coupled position ids")
-    print("length" + "".join(f"  offset {offset:<4}" for offset in offsets))
-    for length, curve in curves.items():
-        print(f"{length:>6}" + "".join(f"  {curve[offset]:>11.4f}" for offset in offsets))
-    return 0
+    return _print_sweep(args, curves, "exact_match_by_offset",
+                        "exact match by the first id of each sample's coupled position ids",
+                        lambda offset: f"  offset {offset:<4}", lambda rate: f"  {rate:>11.4f}")
 
 
 def _eval_temperatures(args) -> int:
     from .errors import check
     from .analysis import evaluate_temperatures
-    from .reports import json_keys
 
     check(not (args.entropy or args.examples), "--temperature", args.temperature,
           "a temperature sweep is its own evaluation; leave out --entropy and --examples")
     curves = _with_length_bar(lambda progress: evaluate_temperatures(args.run, args.lengths, args.temperature,
                                                                      args.n, progress=progress))
+    return _print_sweep(args, curves, "exact_match_by_temperature",
+                        "exact match with the attention logits multiplied by a factor (the factor, mean over heads, "
+                        "in brackets)", lambda reading: f"  {reading:>16}",
+                        lambda cell: f"  {cell['exact_match']:>7.4f} ({cell['factor']:>5.2f})")
+
+
+def _print_sweep(args, curves: dict, json_key: str, title: str, column, cell) -> int:
+    """An evaluation sweep ({length: {column: value}}) as JSON, or as a table: a row per length, each
+    column headed by column(name) and filled by cell(value)."""
+    from .reports import json_keys
+
     if args.json:
-        _print_json({"run_id": args.run, "exact_match_by_temperature": json_keys(curves)})
+        _print_json({"run_id": args.run, json_key: json_keys(curves)})
         return 0
-    readings = list(next(iter(curves.values())))
-    print("exact match with the attention logits multiplied by a factor (the factor, mean over heads, in brackets)")
-    print("length" + "".join(f"  {reading:>16}" for reading in readings))
+    columns = list(next(iter(curves.values())))
+    print(title)
+    print("length" + "".join(column(name) for name in columns))
     for length, row in curves.items():
-        print(f"{length:>6}" + "".join(f"  {row[r]['exact_match']:>7.4f} ({row[r]['factor']:>5.2f})" for r in readings))
+        print(f"{length:>6}" + "".join(cell(row[name]) for name in columns))
     return 0
 
 

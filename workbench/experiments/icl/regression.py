@@ -44,14 +44,16 @@ WITHIN = 2.0
 BASELINES = ["least squares", "ridge", "averaging", "3-nearest neighbours"]
 
 
+def seeded_variants(task: list[str], models: dict[str, list[str]], steps: int, fast: bool) -> list[Variant]:
+    """A run per model and seed: the task, the model's own settings and the training shared by the ICL
+    regression recipes."""
+    return [Variant(common.config(*task, *overrides, *TRAIN, *common.budget(fast, steps, evaluations=4),
+                                  f"train.seed={seed}"), {"model": model, "seed": seed})
+            for model, overrides in models.items() for seed in SEEDS]
+
+
 def variants(fast: bool) -> list[Variant]:
-    out = []
-    for model, overrides in MODELS.items():
-        for seed in SEEDS:
-            config = common.config(*TASK, *overrides, *TRAIN, *common.budget(fast, STEPS, evaluations=4),
-                                   f"train.seed={seed}")
-            out.append(Variant(config, {"model": model, "seed": seed}))
-    return out
+    return seeded_variants(TASK, MODELS, STEPS, fast)
 
 
 def eval_batch(task, fast: bool):

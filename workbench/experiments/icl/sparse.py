@@ -20,9 +20,8 @@ from ...evaluate import eval_generator
 from ...icl.baselines import LASSO_ALPHA
 from ...icl.curves import baseline_frame, curve_rows, model_curve
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
-from ..mixers import common
 from ..verdicts import Claim, Outcome, by_seeds, not_tested
-from .regression import MODELS as REGRESSION_MODELS, TRAIN
+from .regression import MODELS as REGRESSION_MODELS, seeded_variants
 
 DIM, SPARSITY = 5, 1  # the paper: d = 20, s = 3; d = 5 is what icl-regression's model learns on a CPU budget
 EXAMPLES = 2 * DIM + 1
@@ -31,7 +30,6 @@ TASK = ["task.name=icl_sparse_regression", f"task.dim={DIM}", f"task.sparsity={S
         f"task.min_examples={EXAMPLES}", f"task.max_examples={EXAMPLES}"]  # noiseless, as in the paper
 MODELS = {"attention": REGRESSION_MODELS["attention"]}
 STEPS = 6000
-SEEDS = (0, 1, 2)
 EVAL_SEQUENCES = 4096
 BASELINES = ["least squares", "lasso", "averaging", "3-nearest neighbours"]
 # The bars, fixed before the runs: "beats least squares" is at most half its error at 3 examples; "close
@@ -41,13 +39,7 @@ BELOW_LEAST_SQUARES, WITHIN_LASSO, LEARNED = 0.5, 2.0, 0.1
 
 
 def variants(fast: bool) -> list[Variant]:
-    out = []
-    for model, overrides in MODELS.items():
-        for seed in SEEDS:
-            config = common.config(*TASK, *overrides, *TRAIN, *common.budget(fast, STEPS, evaluations=4),
-                                   f"train.seed={seed}")
-            out.append(Variant(config, {"model": model, "seed": seed}))
-    return out
+    return seeded_variants(TASK, MODELS, STEPS, fast)
 
 
 def analyze(finished, fast):
