@@ -181,3 +181,5 @@ def test_the_temperature_figure_has_a_line_per_reading():
               1024: {"x1": {"exact_match": 0.1, "factor": 1.0}, "uniform": {"exact_match": 0.9, "factor": 1.6}}}
     fig = temperature_curves(curves, train_length=32)
     assert [trace.name for trace in fig.data] == ["x1", "uniform"] and fig.layout.xaxis.type == "log"
+    # on a log axis the mark's name sits at log10(32), inside the curves' range, not at x = 32 (10^32)
+    assert [a.x for a in fig.layout.annotations if a.text == "longest trained"] == [pytest.approx(math.log10(32))]

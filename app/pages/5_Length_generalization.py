@@ -162,7 +162,10 @@ def temperatures_form() -> None:
             run.run_id, lengths, temperatures, int(n), progress=progress))
         if curves is None:
             return
-        st.dataframe(support.temperature_result_table(curves), hide_index=True, key="length_temperature_result")
+        readings = list(next(iter(curves.values())))
+        st.dataframe(support.temperature_result_table(curves), hide_index=True, key="length_temperature_result",
+                     column_config={reading: support.percent_column(f"exact match with {reading}", reading)
+                                    for reading in readings})
         fig = temperature_curves(curves, task_for(run.config().task).train_lengths()[1])
         support.figure_view(fig, "length_temperature_curve", support.download_name("temperature", run.run_id))
 

@@ -146,7 +146,7 @@ def label(name: str) -> str:
 
 def temperature_figure(result: ExperimentResult):
     from ..figures.lengthgen import flattening_curves
-    return flattening_curves(result.table, TRAIN_FILLER)
+    return flattening_curves(result.table, TRAIN_FILLER, by="pos")
 
 
 WANG, CHI = ("2404.12224",), ("2311.00684",)

@@ -142,8 +142,9 @@ def temperature_curves(curves: dict[int, dict[str, dict]], train_length: int | N
     analysis.evaluate_temperatures's {length: {reading: {"exact_match", "factor"}}}."""
     frame = pd.DataFrame([{"label": reading, "length": length, "value": numbers["exact_match"]}
                           for length, row in curves.items() for reading, numbers in row.items()])
-    fig = length_curve(frame, train_length, title=title)
-    return fig.update_xaxes(type="log", tickvals=sorted(curves), title="test length (log scale)")
+    fig = length_curve(frame, title=title)
+    fig.update_xaxes(type="log", tickvals=sorted(curves), title="test length (log scale)")
+    return mark_train_length(fig, train_length)  # after the axis turns log: the mark is placed by its type
 
 
 def entropy_by_length(rows: list[dict] | pd.DataFrame, probe: str = "entropy", train_length: int | None = None,

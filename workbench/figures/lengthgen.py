@@ -14,31 +14,38 @@ LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "nope-ssma
           "t5_bias": "T5 bias", "t5_bias-uniform": "T5 bias, uniform factor", "t5_bias-aligned": "T5 bias, aligned"}
 
 
-def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None = None) -> go.Figure:
+def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None = None,
+                      by: str | None = None) -> go.Figure:
     """Left: the last layer's attention entropy at the answer against test length; right: exact match.
-    One line per model (median over seeds, min-max band), log-scaled length, the training length dashed.
+    One line per model (median over seeds, min-max band), log-scaled length, the training length dashed;
+    with `by` (a column, e.g. pos), a row of the two panels per value, so fewer lines share a panel.
 
-    table: columns model, seed, filler, answer_entropy, exact_match."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
-                        subplot_titles=["attention entropy at the answer (last layer)", "passkey exact match"])
-    for i, (name, rows) in enumerate(table.groupby("model", sort=False)):
-        for col, (value, scale) in enumerate((("answer_entropy", 1), ("exact_match", 100)), start=1):
-            stats = rows.groupby("filler")[value].agg(["median", "min", "max", "count"]).reset_index()
-            if (stats["count"] > 1).any():
-                fig.add_trace(seed_band(stats.filler, stats["min"] * scale, stats["max"] * scale, i, name),
-                              row=1, col=col)
-            fig.add_trace(go.Scatter(x=stats.filler, y=stats["median"] * scale, mode="lines+markers",
-                                     name=LABELS.get(name, name), legendgroup=name, showlegend=col == 1,
-                                     line=dict(color=color(i), dash="dot" if "-" not in name else "solid")),
-                          row=1, col=col)
+    table: columns model, seed, filler, answer_entropy, exact_match (and `by`)."""
+    groups = list(table.groupby(by, sort=False)) if by else [(None, table)]
+    titles = ["attention entropy at the answer (last layer)", "passkey exact match"]
+    fig = make_subplots(rows=len(groups), cols=2, horizontal_spacing=0.14, vertical_spacing=0.16,
+                        subplot_titles=[f"{LABELS.get(group, group)}: {text}" if by else text
+                                        for group, _ in groups for text in titles])
     lengths = sorted(table.filler.unique())
-    for col in (1, 2):
-        fig.update_xaxes(title_text="filler tokens (log scale)", type="log", tickvals=lengths, row=1, col=col)
-        fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1, row=1, col=col)
-    fig.update_yaxes(title_text="entropy (nats)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=1, col=2)
+    for row, (_, part) in enumerate(groups, start=1):
+        for i, (name, rows) in enumerate(part.groupby("model", sort=False)):  # a method keeps its colour per row
+            for col, (value, scale) in enumerate((("answer_entropy", 1), ("exact_match", 100)), start=1):
+                stats = rows.groupby("filler")[value].agg(["median", "min", "max", "count"]).reset_index()
+                if (stats["count"] > 1).any():
+                    fig.add_trace(seed_band(stats.filler, stats["min"] * scale, stats["max"] * scale, i, name),
+                                  row=row, col=col)
+                fig.add_trace(go.Scatter(x=stats.filler, y=stats["median"] * scale, mode="lines+markers",
+                                         name=LABELS.get(name, name), legendgroup=name, showlegend=col == 1,
+                                         line=dict(color=color(i), dash="dot" if "-" not in name else "solid")),
+                              row=row, col=col)
+        for col in (1, 2):
+            fig.update_xaxes(title_text="filler tokens (log scale)", type="log", tickvals=lengths, row=row, col=col)
+            fig.add_vline(x=train_length, line=dict(dash="dash", color="grey", width=1.5), opacity=1, row=row,
+                          col=col)
+        fig.update_yaxes(title_text="entropy (nats)", rangemode="tozero", row=row, col=1)
+        fig.update_yaxes(title_text="exact match (%)", range=[-3, 103], row=row, col=2)
     fig.update_annotations(font_size=10)
-    return paper_style(fig, width="double", height=320, title=title)
+    return paper_style(fig, width="double", height=320 * len(groups), title=title)
 
 
 def every_seed_curves(table: pd.DataFrame, train_length: int | None = None, title: str | None = None) -> go.Figure:
