@@ -196,32 +196,47 @@ def reading_name(reading: float | str) -> str:
     return reading if isinstance(reading, str) else f"x{reading:g}"
 
 
-def temperature_curves(model, task, lengths: list[int], readings: list[float | str], n: int, seed: int,
-                       reference_length: int, progress=None) -> dict[int, dict[str, dict[str, float]]]:
-    """{length: {reading: {"exact_match", "factor"}}} on n evaluation samples per length (the same
-    samples for every reading). uniform is searched and aligned (to `reference_length`, the longest
-    trained) is chosen at each length; head is trained once at the longest length and used at all.
-    `progress(done, total)` after each length."""
-    check(len(attention_layers(model)) > 0, "--temperature", ",".join(map(reading_name, readings)),
-          "expected a run with softmax attention layers (model.mixer=attention, or a hybrid with one)")
-    heads = None
-    if "head" in readings:
-        longest = max(lengths)
-        start, _ = search_uniform_scale(model, task, longest, min(n, 64), seed)
-        heads = train_head_scales(model, task, longest, start, seed)
-    curves = {}
-    for done, length in enumerate(lengths, start=1):
+def choose_factors(model, task, readings: list[float | str], lengths: list[int], seed: int, reference_length: int,
+                   validation_n: int = 64, align_n: int = 32, head_steps: int = HEAD_STEPS) -> dict[int, dict]:
+    """{length: {reading: factors}}: a number as it is; uniform searched (on validation_n samples) and aligned
+    (to `reference_length`, on align_n) at each length; head trained once at the longest length, from the
+    uniform factor there, and used at every length."""
+    longest, uniform = max(lengths), {}
+
+    def uniform_at(length: int) -> float:
+        if length not in uniform:
+            uniform[length] = search_uniform_scale(model, task, length, validation_n, seed)[0]
+        return uniform[length]
+
+    heads = (train_head_scales(model, task, longest, uniform_at(longest), seed, steps=head_steps)
+             if "head" in readings else None)
+    chosen = {}
+    for length in lengths:
         row = {}
         for reading in readings:
             if reading == "uniform":
-                factors = search_uniform_scale(model, task, length, min(n, 64), seed)[0]
+                row[reading] = uniform_at(length)
             elif reading == "aligned":
-                factors = entropy_aligned_scale(model, task, length, reference_length, min(n, 32), seed)
+                row[reading] = entropy_aligned_scale(model, task, length, reference_length, align_n, seed)
             else:
-                factors = heads if reading == "head" else reading
-            exact = scaled_exact_match(model, task, factors, n, eval_generator(seed, length), length)[0]
-            row[reading_name(reading)] = {"exact_match": exact, "factor": float(torch.as_tensor(factors).mean())}
-        curves[length] = row
+                row[reading] = heads if reading == "head" else reading
+        chosen[length] = row
+    return chosen
+
+
+def temperature_curves(model, task, lengths: list[int], readings: list[float | str], n: int, seed: int,
+                       reference_length: int, progress=None) -> dict[int, dict[str, dict[str, float]]]:
+    """{length: {reading: {"exact_match", "factor"}}} on n evaluation samples per length (the same
+    samples for every reading), the factors from `choose_factors` (at most 64 samples to search, 32 to
+    align). `progress(done, total)` after each length."""
+    check(len(attention_layers(model)) > 0, "--temperature", ",".join(map(reading_name, readings)),
+          "expected a run with softmax attention layers (model.mixer=attention, or a hybrid with one)")
+    chosen = choose_factors(model, task, readings, lengths, seed, reference_length, min(n, 64), min(n, 32))
+    curves = {}
+    for done, length in enumerate(lengths, start=1):
+        curves[length] = {reading_name(reading): {
+            "exact_match": scaled_exact_match(model, task, factors, n, eval_generator(seed, length), length)[0],
+            "factor": float(torch.as_tensor(factors).mean())} for reading, factors in chosen[length].items()}
         if progress:
             progress(done, len(lengths))
     return curves

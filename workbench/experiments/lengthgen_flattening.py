@@ -51,17 +51,21 @@ def model_name(pos: str, scaling: str) -> str:
     return pos if scaling == "none" else f"{pos}-{scaling}"
 
 
+def flattening_config(pos: str, overrides: list[str], seed: int, fast: bool):
+    """The recipe's passkey model with this encoding and these settings (attention-temperature reads the
+    same runs)."""
+    steps = FAST_STEPS if fast else FLAT_STEPS
+    return common.config(*FLAT_TASK, *FLAT_MODEL, f"model.pos={pos}", *overrides, f"train.steps={steps}",
+                         f"train.eval_every={steps // 4}", "train.eval_samples=256", f"train.seed={seed}")
+
+
 def flattening_variants(fast: bool) -> list[Variant]:
     out = []
     for pos in ENCODINGS[:1] if fast else ENCODINGS:
         for scaling, overrides in list(SCALINGS.items())[:2] if fast else SCALINGS.items():
             for seed in FLAT_SEEDS[:1] if fast else FLAT_SEEDS:
-                steps = FAST_STEPS if fast else FLAT_STEPS
-                config = common.config(*FLAT_TASK, *FLAT_MODEL, f"model.pos={pos}", *overrides,
-                                       f"train.steps={steps}", f"train.eval_every={steps // 4}",
-                                       "train.eval_samples=256", f"train.seed={seed}")
-                out.append(Variant(config, {"model": model_name(pos, scaling), "pos": pos,
-                                            "scaling": scaling, "seed": seed}))
+                out.append(Variant(flattening_config(pos, overrides, seed, fast),
+                                   {"model": model_name(pos, scaling), "pos": pos, "scaling": scaling, "seed": seed}))
     return out
 
 

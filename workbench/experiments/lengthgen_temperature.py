@@ -24,21 +24,19 @@ import torch
 from tqdm.auto import tqdm
 
 from ..analysis import load_model
-from ..circuits.temperature import (HEAD_STEPS, attention_temperature, entropy_aligned_scale, scaled_exact_match,
-                                    search_uniform_scale, train_head_scales)
+from ..circuits.temperature import HEAD_STEPS, attention_temperature, choose_factors, scaled_exact_match
 from ..evaluate import eval_generator
 from ..probes.entropy_length import entropy_at_length
 from .base import Experiment, ExperimentResult, Variant, register_experiment
-from .lengthgen_flattening import (ENTROPY_SAMPLES, EXACT_SAMPLES, FAST_STEPS, FAST_TEST_FILLER, FLAT_MODEL,
-                                   FLAT_SEEDS, FLAT_STEPS, FLAT_TASK, GAIN, RISE_RULE, TEST_FILLER, TRAIN_FILLER,
-                                   decide_rise, flattening_summary)
-from .mixers import common
+from .lengthgen_flattening import (ENTROPY_SAMPLES, EXACT_SAMPLES, FAST_TEST_FILLER, FLAT_SEEDS, GAIN, RISE_RULE,
+                                   TEST_FILLER, TRAIN_FILLER, decide_rise, flattening_config, flattening_summary)
 from .verdicts import FITS, Claim, Outcome, UntestedClaim, by_seeds, not_tested
 
 ENCODINGS = ("nope", "t5_bias")
-# HeadScale is Wang et al.'s method for NoPE; with T5's bias its T x T logits make it the recipe's
-# slowest step (about 400 s a run on one core), so the T5 models are read the three other ways.
-METHODS = {"nope": ("plain", "uniform", "head", "aligned"), "t5_bias": ("plain", "uniform", "aligned")}
+# How each model is read (workbench.circuits.temperature's readings; 1.0, the plain model, first). HeadScale
+# is Wang et al.'s method for NoPE; with T5's bias its T x T logits make it the recipe's slowest step
+# (about 400 s a run on one core), so the T5 models are read the three other ways.
+METHODS = {"nope": (1.0, "uniform", "aligned", "head"), "t5_bias": (1.0, "uniform", "aligned")}
 VALIDATION_SAMPLES, ALIGN_SAMPLES = 64, 32
 FAST_HEAD_STEPS = 40
 # Fixed before the runs: a way of choosing the temperature "buys accuracy" when exact match at 32x the
@@ -53,14 +51,8 @@ def model_name(pos: str, method: str) -> str:
 
 
 def temperature_variants(fast: bool) -> list[Variant]:
-    out = []
-    for pos in ENCODINGS[:1] if fast else ENCODINGS:
-        for seed in FLAT_SEEDS[:1] if fast else FLAT_SEEDS:
-            steps = FAST_STEPS if fast else FLAT_STEPS
-            config = common.config(*FLAT_TASK, *FLAT_MODEL, f"model.pos={pos}", f"train.steps={steps}",
-                                   f"train.eval_every={steps // 4}", "train.eval_samples=256", f"train.seed={seed}")
-            out.append(Variant(config, {"model": pos, "pos": pos, "seed": seed}))
-    return out
+    return [Variant(flattening_config(pos, [], seed, fast), {"model": pos, "pos": pos, "seed": seed})
+            for pos in (ENCODINGS[:1] if fast else ENCODINGS) for seed in (FLAT_SEEDS[:1] if fast else FLAT_SEEDS)]
 
 
 def temperature_analyze(finished, fast):
@@ -71,11 +63,13 @@ def temperature_analyze(finished, fast):
     for variant, run in tqdm(finished, desc="temperatures", disable=len(finished) < 2):
         model, task = load_model(run)
         pos, seed = variant.labels["pos"], variant.labels["seed"]
-        chosen = choose_factors(model, task, METHODS[pos], lengths, seed, sizes, fast)
+        chosen = choose_factors(model, task, METHODS[pos], lengths, seed, TRAIN_FILLER, sizes["validation"],
+                                sizes["align"], FAST_HEAD_STEPS if fast else HEAD_STEPS)
         if "head" in METHODS[pos]:
             head_scales.setdefault(pos, {})[str(seed)] = chosen[max(lengths)]["head"].tolist()
         for filler in lengths:
-            for method, factors in chosen[filler].items():  # each on the same evaluation samples
+            for reading, factors in chosen[filler].items():  # each on the same evaluation samples
+                method = "plain" if reading == 1.0 else reading
                 samples = eval_generator(seed, filler)
                 exact = scaled_exact_match(model, task, factors, sizes["exact"], samples, filler)[0]
                 with attention_temperature(model, factors):
@@ -86,24 +80,6 @@ def temperature_analyze(finished, fast):
                              "scale": float(torch.as_tensor(factors).mean())})
     table = pd.DataFrame(rows)
     return table, temperature_summary(table, head_scales, fast)
-
-
-def choose_factors(model, task, methods, lengths, seed: int, sizes: dict, fast: bool) -> dict[int, dict]:
-    """{filler: {method: factors}}: the uniform and aligned factors chosen at each length, the head
-    factors trained once at the longest (from the uniform factor there) and used at every length."""
-    chosen = {filler: {"plain": 1.0} for filler in lengths}
-    for filler in lengths:
-        if "uniform" in methods:
-            chosen[filler]["uniform"] = search_uniform_scale(model, task, filler, sizes["validation"], seed)[0]
-        if "aligned" in methods:
-            chosen[filler]["aligned"] = entropy_aligned_scale(model, task, filler, TRAIN_FILLER, sizes["align"], seed)
-    if "head" in methods:
-        longest = max(lengths)
-        heads = train_head_scales(model, task, longest, chosen[longest]["uniform"], seed,
-                                  steps=FAST_HEAD_STEPS if fast else HEAD_STEPS)
-        for filler in lengths:
-            chosen[filler]["head"] = heads
-    return chosen
 
 
 def temperature_summary(table: pd.DataFrame, head_scales: dict, fast: bool) -> dict:

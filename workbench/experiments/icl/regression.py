@@ -12,7 +12,6 @@ and "within 2x of least squares" at 2d examples would ask for a zero error.
 from __future__ import annotations
 
 import pandas as pd
-import torch
 
 from ...analysis import load_model
 from ...evaluate import eval_generator
@@ -56,23 +55,30 @@ def variants(fast: bool) -> list[Variant]:
     return seeded_variants(TASK, MODELS, STEPS, fast)
 
 
-def eval_batch(task, fast: bool):
-    # the same fresh sequences for every model, seed and baseline: curves differ by the predictor alone
-    return task.sample(128 if fast else EVAL_SEQUENCES, eval_generator(0, EXAMPLES), length=EXAMPLES, train=False)
-
-
-def analyze(finished, fast):
+def curves_table(finished, fast: bool, examples: int, baselines: list[str]) -> pd.DataFrame:
+    """Every run's error curve beside the baselines', all on the same fresh sequences of `examples` examples
+    (128 in the fast mode): curves differ by the predictor alone."""
     rows, batch, task = [], None, None
     for variant, run in finished:
         model, task = load_model(run)
-        batch = batch if batch is not None else eval_batch(task, fast)
+        if batch is None:
+            batch = task.sample(128 if fast else EVAL_SEQUENCES, eval_generator(0, examples), length=examples,
+                                train=False)
         rows += curve_rows(model_curve(model, task, batch), **variant.labels, kind="model")
-    table = pd.concat([pd.DataFrame(rows), baseline_frame(task, batch, BASELINES)], ignore_index=True)
+    return pd.concat([pd.DataFrame(rows), baseline_frame(task, batch, baselines)], ignore_index=True)
+
+
+def model_errors(at: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """{model: {seed: error}} of the runs' rows of a curves_table cut to one number of examples."""
+    return {model: {str(int(r.seed)): round(float(r.error), 5) for r in part.itertuples()}
+            for model, part in at[at.kind == "model"].groupby("model", sort=False)}
+
+
+def analyze(finished, fast):
+    table = curves_table(finished, fast, EXAMPLES, BASELINES)
     at = table[table.examples == JUDGED_AT]
     least_squares = float(at[at.model == "least squares"].error.iloc[0])
-    judged = at[at.kind == "model"]
-    per_seed = {model: {str(int(r.seed)): round(float(r.error), 5) for r in part.itertuples()}
-                for model, part in judged.groupby("model", sort=False)}
+    per_seed = model_errors(at)
     summary = {"fast": fast, "steps": int(finished[0][0].config.train.steps), "dim": DIM, "noise": NOISE,
                "examples": EXAMPLES, "judged_at": JUDGED_AT, "least_squares_at_2d": round(least_squares, 5),
                "baselines_at_2d": {name: round(float(at[at.model == name].error.iloc[0]), 5) for name in BASELINES},

@@ -13,15 +13,10 @@ error at 2d examples was 43% of that, and it says nothing about sparsity).
 """
 from __future__ import annotations
 
-import pandas as pd
-
-from ...analysis import load_model
-from ...evaluate import eval_generator
 from ...icl.baselines import LASSO_ALPHA
-from ...icl.curves import baseline_frame, curve_rows, model_curve
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, by_seeds, not_tested
-from .regression import MODELS as REGRESSION_MODELS, seeded_variants
+from .regression import MODELS as REGRESSION_MODELS, curves_table, model_errors, seeded_variants
 
 DIM, SPARSITY = 5, 1  # the paper: d = 20, s = 3; d = 5 is what icl-regression's model learns on a CPU budget
 EXAMPLES = 2 * DIM + 1
@@ -30,7 +25,6 @@ TASK = ["task.name=icl_sparse_regression", f"task.dim={DIM}", f"task.sparsity={S
         f"task.min_examples={EXAMPLES}", f"task.max_examples={EXAMPLES}"]  # noiseless, as in the paper
 MODELS = {"attention": REGRESSION_MODELS["attention"]}
 STEPS = 6000
-EVAL_SEQUENCES = 4096
 BASELINES = ["least squares", "lasso", "averaging", "3-nearest neighbours"]
 # The bars, fixed before the runs: "beats least squares" is at most half its error at 3 examples; "close
 # to Lasso" is within 2x of Lasso's error there (icl-regression's bar for least squares). A model "has
@@ -43,18 +37,10 @@ def variants(fast: bool) -> list[Variant]:
 
 
 def analyze(finished, fast):
-    rows, batch, task = [], None, None
-    for variant, run in finished:
-        model, task = load_model(run)
-        if batch is None:  # the same fresh sequences for every model, seed and baseline
-            batch = task.sample(128 if fast else EVAL_SEQUENCES, eval_generator(0, EXAMPLES), length=EXAMPLES,
-                                train=False)
-        rows += curve_rows(model_curve(model, task, batch), **variant.labels, kind="model")
-    table = pd.concat([pd.DataFrame(rows), baseline_frame(task, batch, BASELINES)], ignore_index=True)
+    table = curves_table(finished, fast, EXAMPLES, BASELINES)
     at = table[table.examples == JUDGED_AT]
     baselines = {name: round(float(at[at.model == name].error.iloc[0]), 5) for name in BASELINES}
-    errors = {model: {str(int(r.seed)): round(float(r.error), 5) for r in part.itertuples()}
-              for model, part in at[at.kind == "model"].groupby("model", sort=False)}
+    errors = model_errors(at)
     models = table[table.kind == "model"]
     learned = {model: {str(int(seed)): round(float(rows.set_index("examples").error[2 * DIM]
                                                  / rows.set_index("examples").error[0]), 5)
