@@ -1,5 +1,7 @@
 """The inside-the-model experiments: fast mode runs end to end (table, summary, figure); the slow
 tests run entropy-collapse and lazy-neurons at their real (small) budget and check the phenomena."""
+from functools import partial
+
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
@@ -10,8 +12,8 @@ from workbench.experiments.inside.lazy_neurons import _layers_not_falling
 from workbench.reports import neuron_activity_steps
 from workbench.store import open_run
 
-NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "memorization-capacity-fixed-d", "outliers",
-         "outliers-mlm"]
+NAMES = ["entropy-collapse", "lazy-neurons", "memorization-capacity", "memorization-capacity-fixed-d",
+         "memorization-context", "outliers", "outliers-mlm"]
 
 
 def test_collapse_step_is_the_first_step_below_a_tenth_of_the_start():
@@ -36,7 +38,9 @@ def test_fast_mode_gives_a_table_a_summary_and_a_figure(name, data_dir):
 
 
 def test_the_capacity_rules_read_the_bisection_brackets():
-    from workbench.experiments.inside.memorization_capacity import SLOPE_TOLERANCE, decide_heads, decide_linear
+    from workbench.experiments.inside.memorization_capacity import SLOPE_TOLERANCE, SPLIT, decide_grows, decide_linear
+
+    decide_heads, decide_linear = partial(decide_grows, SPLIT), partial(decide_linear, SPLIT)
 
     def summary(lows, slope):
         shapes = [{"seed": seed, "heads": h, "low": low, "high": 2 * low, "largest_memorized": low, "monotone": True}
@@ -64,6 +68,26 @@ def test_the_capacity_figure_plots_brackets_against_heads_and_parameters():
     fixed_d = [{**shape, "d_model": 8} for shape in shapes]
     figure = ExperimentResult("memorization-capacity-fixed-d", pd.DataFrame(), {"shapes": fixed_d}).figure()
     assert figure.layout.xaxis.title.text == "heads (head dimension 8,<br>d_model 8)"
+    # memorization-context: every n has the same parameters, so no parameters panel; n on the x axis
+    contexts = [{"seed": 0, "context": n, "n_parameters": 4144, "low": 10 * n, "high": 12 * n,
+                 "capacity": (120 * n * n) ** 0.5, "bits_per_parameter": 0.1} for n in (4, 6, 10, 14)]
+    figure = ExperimentResult("memorization-context", pd.DataFrame(), {"shapes": contexts}).figure()
+    assert [trace.name for trace in figure.data if trace.name.startswith("fit")] == ["fit vs context: slope 1.00"]
+    assert figure.layout.xaxis.title.text.startswith("context n") and figure.layout.xaxis2.title.text == "context n"
+    assert "xaxis3" not in figure.layout
+
+
+def test_the_context_recipe_grows_the_keys_at_the_same_parameters():
+    """memorization-context: keys of n - 2 symbols at 2 heads of their own 16 x 16 projections; the position
+    table is 16 rows at every n, so only the key length changes between its points."""
+    variants = get_experiment("memorization-context").variants(False)
+    by_context = {v.labels["context"]: v.config for v in variants if v.labels["table_size"] == 16 and v.labels["seed"] == 0}
+    assert sorted(by_context) == [4, 6, 10, 14]
+    for context, config in by_context.items():
+        assert config.task.params["key_length"] == context - 2 < config.model.d_model == 16
+        assert (config.model.n_heads, config.model.max_positions, config.model.mixer_options) == \
+            (2, 16, {"attention_head_dim": 16})
+        assert config.replace(**{"task.key_length": 2}).run_id == by_context[4].run_id
 
 
 def test_the_two_capacity_shapes_differ_only_in_how_the_heads_sit():

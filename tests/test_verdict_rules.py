@@ -1,6 +1,8 @@
 """Every claim's verdict rule, on hand-made summaries: each can return every verdict, decided by the
 per-seed states it is given. A seed is 'pass', 'fail' or 'unclear' (the design cannot tell, e.g. a
 baseline that never fit); a rule with no 'unclear' state reaches 'inconclusive' through too few seeds."""
+from functools import partial
+
 import pytest
 
 from workbench.experiments import EXPERIMENTS, VERDICTS
@@ -51,17 +53,19 @@ def _lazy(states):
     return {"runs": runs}
 
 
-def _capacity(states):
-    """Per seed, 1-8 heads with brackets that grow about linearly ('pass'), shrink ('fail') or stay open
-    because every head count memorized every table tried ('unclear')."""
+def _capacity(states, axis="heads"):
+    """Per seed, four points of the swept axis (1-8 heads, or contexts of 4-14 tokens) with brackets that
+    grow about linearly ('pass'), shrink ('fail') or stay open because every point memorized every table
+    tried ('unclear')."""
     lows = {"pass": (16, 32, 64, 128), "fail": (128, 64, 32, 16), "unclear": (1024, 1024, 1024, 1024)}
+    points = (1, 2, 4, 8) if axis == "heads" else (4, 6, 10, 14)
     shapes, fits = [], {}
     for seed, state in enumerate(states):
-        for heads, low in zip((1, 2, 4, 8), lows[state]):
+        for point, low in zip(points, lows[state]):
             high = None if state == "unclear" else round(low * 1.2)
-            shapes.append({"seed": seed, "heads": heads, "n_parameters": 1000 * heads ** 2, "low": low, "high": high,
+            shapes.append({"seed": seed, axis: point, "n_parameters": 1000 * point ** 2, "low": low, "high": high,
                            "largest_memorized": low, "monotone": True})
-        fits[str(seed)] = {"slope_vs_heads": {"pass": 1.0, "fail": -1.0, "unclear": None}[state]}
+        fits[str(seed)] = {f"slope_vs_{axis}": {"pass": 1.0, "fail": -1.0, "unclear": None}[state]}
     return {"shapes": shapes, "fits": fits}
 
 
@@ -325,7 +329,7 @@ def summary_for(experiment, claim, states) -> dict:
     if name in ("outliers", "outliers-mlm"):
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,
-            "memorization-capacity-fixed-d": _capacity,
+            "memorization-capacity-fixed-d": _capacity, "memorization-context": partial(_capacity, axis="context"),
             "mimetic-recall": _mimetic, "mqar-vs-width": _mqar, "copy-vs-length": _copy,
             "induction-heads": _induction, "markov-icl": _markov, "attention-flattening": _flattening,
             "attention-temperature": _temperature,
