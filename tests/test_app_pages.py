@@ -329,6 +329,8 @@ def test_memorization_page_train_vs_fresh(demo):
     (chart,) = charts(app)
     assert "training samples" in chart.proto.spec and "fresh samples" in chart.proto.spec
     assert any("memorization-capacity" in info.value for info in app.info)  # no capacity result yet
+    app.selectbox(key="memorization_capacity_recipe").select("memorization-context").run()
+    assert any("`memorization-context`" in info.value for info in app.info)
 
 
 def test_memorization_page_without_the_probe_says_so(demo):

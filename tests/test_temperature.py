@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from workbench.analysis import evaluate_temperatures, load_model
-from workbench.circuits.temperature import (attention_temperature, entropy_aligned_scale, mean_answer_entropy,
+from workbench.circuits.temperature import (aligned_scale, attention_temperature, mean_answer_statistic,
                                             parse_temperatures, scaled_exact_match, search_uniform_scale,
                                             train_head_scales)
 from workbench.cli import main
@@ -95,13 +95,35 @@ def test_the_uniform_search_picks_the_grids_lowest_validation_loss():
     assert losses[2.0] == scaled_exact_match(model, task, 2.0, 8, held_out("validation", 0, 16), 16)[1]
 
 
-def test_the_aligned_factor_brings_the_answer_entropy_back_to_the_reference():
+@pytest.mark.parametrize("by", ["entropy", "max_prob"])
+def test_the_aligned_factor_brings_the_answer_statistic_back_to_the_reference(by):
     model, task = _model("nope")
-    assert entropy_aligned_scale(model, task, 8, reference_length=8, n=8, seed=0) == 1.0  # nothing to align
-    target = mean_answer_entropy(model, task, 8, 8, seed=0)
-    factor = entropy_aligned_scale(model, task, 64, reference_length=8, n=8, seed=0)
+    assert aligned_scale(model, task, 8, reference_length=8, n=8, seed=0, by=by) == 1.0  # nothing to align
+    target = mean_answer_statistic(model, task, 8, 8, 0, by=by)
+    factor = aligned_scale(model, task, 64, reference_length=8, n=8, seed=0, by=by)
     if factor not in (1.0, 16.0):  # inside the range the bisection lands on the target
-        assert math.isclose(mean_answer_entropy(model, task, 64, 8, 0, factor), target, rel_tol=0.02)
+        assert math.isclose(mean_answer_statistic(model, task, 64, 8, 0, factor, by), target, rel_tol=0.02)
+
+
+def test_the_answer_max_probability_is_the_answer_rows_largest_weight():
+    from workbench.evaluate import eval_generator as stream
+    from workbench.probes.entropy_length import answer_max_probability, answer_queries
+
+    model, task = _model("t5_bias")
+    batch = task.sample(4, stream(0, 16), length=16, train=False)
+    patterns = model.run_with_cache(batch.tokens, names=["blocks.1.mixer.hook_pattern"])[1]
+    rows = answer_queries(batch)
+    expected = patterns["blocks.1.mixer.hook_pattern"].transpose(1, 2)[rows].amax(-1).mean(0)
+    assert torch.allclose(answer_max_probability(model, task, 16, 4, seed=0)[1], expected)
+    # sharper attention at the answer: a larger factor raises it
+    low, high = (mean_answer_statistic(model, task, 16, 4, 0, factor, "max_prob") for factor in (1.0, 4.0))
+    assert high > low
+
+
+def test_an_unknown_alignment_is_refused_by_name():
+    model, task = _model("nope")
+    with pytest.raises(ConfigError, match="alignment: invalid value 'mean'; expected one of entropy, max_prob"):
+        aligned_scale(model, task, 16, 8, n=4, seed=0, by="mean")
 
 
 @pytest.mark.parametrize("text, message", [

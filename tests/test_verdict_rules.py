@@ -197,7 +197,7 @@ def _flattening(states):
 
 def _temperature(states):
     """'pass': the plain models' answer entropy rises 1 nat and they keep 10% at the longest length, a
-    uniform or aligned factor reaches 50% and the head factors 90%; 'fail': every reading stays at 20%,
+    uniform or aligned factor (either alignment) reaches 50% and the head factors 90%; 'fail': every reading stays at 20%,
     with attention that stays sharp."""
     def numbers(exact, rise):
         return {"exact_train": 1.0, "exact_longest": exact, "entropy_train": 0.05, "entropy_longest": 0.05 + rise,
@@ -207,7 +207,8 @@ def _temperature(states):
     for seed, state in enumerate(states):
         passing = state == "pass"
         for name, exact in (("nope", 0.1), ("nope-uniform", 0.5), ("nope-head", 0.9), ("nope-aligned", 0.5),
-                            ("t5_bias", 0.1), ("t5_bias-uniform", 0.5), ("t5_bias-aligned", 0.5)):
+                            ("t5_bias", 0.1), ("t5_bias-uniform", 0.5), ("t5_bias-aligned", 0.5),
+                            ("t5_bias-maxprob", 0.5)):
             models.setdefault(name, {})[str(seed)] = numbers(exact if passing else 0.2, 1.0 if passing else 0.1)
     return {"fast": False, "train_filler": 32, "longest": 1024, "models": models}
 

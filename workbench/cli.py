@@ -88,7 +88,8 @@ def _add_eval_length(sub) -> None:
                    help="instead: exact match with every attention head's logits multiplied after training, e.g. "
                         "1,1.5,uniform,aligned,head (a number: that factor for every head; uniform: the best factor "
                         "by loss on held-out samples of each length; aligned: the factor that brings the answer's "
-                        "attention entropy back to the longest trained length's; head: a factor per head trained "
+                        "attention entropy back to the longest trained length's; maxprob: the one that does so for its "
+                        "largest attention weight; head: a factor per head trained "
                         "at the longest length with the weights frozen; not stored)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 

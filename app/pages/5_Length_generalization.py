@@ -144,8 +144,8 @@ def temperatures_form() -> None:
                    "sharpens it again, the weights as trained (a softmax temperature of 1 / factor). A number is "
                    "that factor for every head; `uniform` picks the best factor of a grid by the loss on other "
                    "samples of each length (Wang et al. 2024, arXiv 2404.12224); `aligned` the one that brings the "
-                   "answer's attention entropy back to the longest trained length's (after Chi et al. 2023, arXiv "
-                   "2311.00684); `head` trains a factor per head at the longest length with the weights frozen "
+                   "answer's attention entropy back to the longest trained length's, `maxprob` its largest attention "
+                   "weight (both after Chi et al. 2023, arXiv 2311.00684); `head` trains a factor per head at the longest length with the weights frozen "
                    "(Wang et al.'s HeadScale: 200 steps, a minute or more). Nothing is stored.")
         run = support.pick_run(attention, key="length_temperature_run", selects=False)
         with st.form("length_temperature_form"):
@@ -154,7 +154,7 @@ def temperatures_form() -> None:
             lengths = left.text_input("test lengths (--lengths)", value=defaults, key="length_temperature_lengths")
             temperatures = middle.text_input("factors (--temperature)", value="1,1.5,uniform,aligned",
                                              key="length_temperature_factors",
-                                             help="comma-separated: numbers > 0, uniform, aligned, head")
+                                             help="comma-separated: numbers > 0, uniform, aligned, maxprob, head")
             n = right.number_input("samples (--n)", min_value=1, value=256, step=64, key="length_temperature_n")
             if not st.form_submit_button("Evaluate with temperatures"):
                 return

@@ -1,14 +1,14 @@
 """Memorization: exact match on training samples vs fresh samples over training; capacity curves
-from the memorization-capacity experiment."""
+from the memorization capacity experiments (against heads, or against the context size)."""
 import streamlit as st
 
 from workbench import app_support as support
 from workbench.experiments import load_result
+from workbench.experiments.inside.memorization_capacity import CAPACITY_RECIPES
 from workbench.figures import runs as run_figures
 
 st.set_page_config(page_title="Memorization · workbench", layout="wide")
 st.title("Memorization")
-CAPACITY = "memorization-capacity"
 table = support.runs_table()
 
 st.subheader("Training vs fresh samples")
@@ -23,6 +23,8 @@ if not support.store_is_empty(table):
                             support.download_name(run.run_id, "memorization"))
 
 st.subheader("Capacity")
+CAPACITY = st.selectbox("Capacity against", list(CAPACITY_RECIPES), format_func=CAPACITY_RECIPES.get,
+                        key="memorization_capacity_recipe")
 result = load_result(CAPACITY) or load_result(CAPACITY, fast=True)
 if result is None:
     st.info(f"No capacity result yet: run the `{CAPACITY}` experiment on the **Experiments** page or with "

@@ -12,10 +12,11 @@ choose the factors, each from what a model shows at the length it is tested at:
 - `train_head_scales`: a factor per head and layer, trained on the answer loss at the test length with
   every weight frozen, from the uniform factor, never below 1 (Wang et al.'s HeadScale; their code
   trains 200 steps of batch 8 at learning rate 5e-2 or 1e-1 with 10% warmup, and clamps at 1).
-- `entropy_aligned_scale`: one factor for every head, the one at which the mean attention entropy at
-  the answer, over every head, equals the model's own at the training length (our reading of the entropy
-  alignment of Chi et al. 2023, "Attention Alignment and Flexible Positional Embeddings Improve
-  Transformer Length Extrapolation", arXiv 2311.00684): no labels are used.
+- `aligned_scale`: one factor for every head, the one at which the mean attention entropy at the answer,
+  over every head, equals the model's own at the training length, or (by="max_prob") the mean largest
+  attention weight there does (our reading of the two alignments of Chi et al. 2023, "Attention
+  Alignment and Flexible Positional Embeddings Improve Transformer Length Extrapolation",
+  arXiv 2311.00684): no labels are used.
 
 The factors go in through each attention layer's queries (`hook_q`) where the position encoding adds
 no logit bias, otherwise through its logits (`hook_scores`), and then the layer builds its T x T map
@@ -33,7 +34,7 @@ from ..errors import check
 from ..evaluate import answer_loss, answer_rows, eval_generator, eval_mode, exact_match
 from ..models.positions import PositionalEncoding
 from ..probes.attention import attention_layers
-from ..probes.entropy_length import entropy_at_length
+from ..probes.entropy_length import answer_max_probability, entropy_at_length
 
 UNIFORM_GRID = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0)
 HEAD_STEPS, HEAD_BATCH, HEAD_LR, HEAD_WARMUP, HEAD_FLOOR = 200, 8, 5e-2, 0.1, 1.0
@@ -141,27 +142,41 @@ def train_head_scales(model, task, length: int, start: float, seed: int, steps: 
     return table.detach()
 
 
-def mean_answer_entropy(model, task, length: int, n: int, seed: int, factors: float | Tensor = 1.0) -> float:
-    """Mean attention entropy (nats) at each sample's first answer prediction, over every head and
-    layer, on n validation samples of `length`."""
+def mean_answer_statistic(model, task, length: int, n: int, seed: int, factors: float | Tensor = 1.0,
+                          by: str = "entropy") -> float:
+    """At each sample's first answer prediction, over every head and layer, on n validation samples of
+    `length`: the mean attention entropy in nats (by="entropy") or the mean largest attention weight
+    (by="max_prob")."""
     with attention_temperature(model, factors):
-        per_layer = entropy_at_length(model, task, length, n, seed, at_answer=True)
-    return float(torch.cat([raw for raw, _ in per_layer.values()]).mean())
+        if by == "entropy":
+            per_layer = [raw for raw, _ in entropy_at_length(model, task, length, n, seed, at_answer=True).values()]
+        else:
+            per_layer = list(answer_max_probability(model, task, length, n, seed).values())
+    return float(torch.cat(per_layer).mean())
 
 
-def entropy_aligned_scale(model, task, length: int, reference_length: int, n: int, seed: int) -> float:
-    """The factor for every head at which the mean answer entropy at `length` equals the model's own
-    at `reference_length` (factor 1), by bisection on log c within ALIGN_RANGE; an end of the range if
-    the target lies beyond it."""
-    target = mean_answer_entropy(model, task, reference_length, n, seed)
+ALIGNMENTS = ("entropy", "max_prob")  # what an alignment matches: answer entropy, or the answer's largest weight
+
+
+def aligned_scale(model, task, length: int, reference_length: int, n: int, seed: int, by: str = "entropy") -> float:
+    """The factor for every head at which the answer's mean attention entropy (by="entropy") or mean largest
+    attention weight (by="max_prob") at `length` equals the model's own at `reference_length` (factor 1), by
+    bisection on log c within ALIGN_RANGE; an end of the range if the target lies beyond it."""
+    check(by in ALIGNMENTS, "alignment", by, f"expected one of {', '.join(ALIGNMENTS)}")
+    sign = 1.0 if by == "entropy" else -1.0  # both fall as the factor grows: entropy, and minus the largest weight
+
+    def falling(length: int, factor: float = 1.0) -> float:
+        return sign * mean_answer_statistic(model, task, length, n, seed, factor, by)
+
+    target = falling(reference_length)
     low, high = (math.log(c) for c in ALIGN_RANGE)
-    if mean_answer_entropy(model, task, length, n, seed, ALIGN_RANGE[0]) <= target:
+    if falling(length, ALIGN_RANGE[0]) <= target:
         return ALIGN_RANGE[0]
-    if mean_answer_entropy(model, task, length, n, seed, ALIGN_RANGE[1]) >= target:
+    if falling(length, ALIGN_RANGE[1]) >= target:
         return ALIGN_RANGE[1]
     for _ in range(ALIGN_ROUNDS):
         middle = (low + high) / 2
-        if mean_answer_entropy(model, task, length, n, seed, math.exp(middle)) > target:
+        if falling(length, math.exp(middle)) > target:
             low = middle
         else:
             high = middle
@@ -169,7 +184,7 @@ def entropy_aligned_scale(model, task, length: int, reference_length: int, n: in
 
 
 # --- readings for `workbench eval-length --temperature` and the Length generalization page --------------
-READINGS = ("uniform", "aligned", "head")  # chosen factors; any number > 0 is a fixed factor for every head
+READINGS = ("uniform", "aligned", "maxprob", "head")  # chosen factors; any number > 0 is a fixed factor for every head
 
 
 def parse_temperatures(temperatures: str | list, field: str = "--temperature") -> list[float | str]:
@@ -216,8 +231,9 @@ def choose_factors(model, task, readings: list[float | str], lengths: list[int],
         for reading in readings:
             if reading == "uniform":
                 row[reading] = uniform_at(length)
-            elif reading == "aligned":
-                row[reading] = entropy_aligned_scale(model, task, length, reference_length, align_n, seed)
+            elif reading in ("aligned", "maxprob"):
+                by = "entropy" if reading == "aligned" else "max_prob"
+                row[reading] = aligned_scale(model, task, length, reference_length, align_n, seed, by)
             else:
                 row[reading] = heads if reading == "head" else reading
         chosen[length] = row

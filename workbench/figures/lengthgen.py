@@ -11,7 +11,8 @@ LABELS = {"nope": "NoPE", "nope-scaled": "NoPE + log-length scaling", "nope-ssma
           "rope": "RoPE", "rope-scaled": "RoPE + log-length scaling", "rope-ssmax": "RoPE + Scalable-Softmax",
           # temperatures chosen after training (attention-temperature)
           "nope-uniform": "NoPE, uniform factor", "nope-head": "NoPE, head factors", "nope-aligned": "NoPE, aligned",
-          "t5_bias": "T5 bias", "t5_bias-uniform": "T5 bias, uniform factor", "t5_bias-aligned": "T5 bias, aligned"}
+          "t5_bias": "T5 bias", "t5_bias-uniform": "T5 bias, uniform factor", "t5_bias-aligned": "T5 bias, aligned",
+          "t5_bias-maxprob": "T5 bias, aligned by largest weight"}
 
 
 def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None = None,

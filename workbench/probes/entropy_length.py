@@ -1,4 +1,4 @@
-"""Attention entropy as a function of evaluation length (Chi et al. 2023, arXiv 2311.00684;
+"""Attention entropy (and the answer's largest attention weight) as a function of evaluation length (Chi et al. 2023, arXiv 2311.00684;
 Wang et al. 2024, arXiv 2404.12224; Zhang et al. 2024, arXiv 2411.12892).
 
 Each attention layer is listened to at `hook_entropy`, which makes it run through the kernel
@@ -42,26 +42,53 @@ def answer_queries(batch) -> torch.Tensor:
     return first & mask
 
 
+def evaluation_batches(task, length: int, n: int, seed: int):
+    """n test samples of task length `length` (the evaluation stream), in forwards of about
+    TOKENS_PER_FORWARD tokens."""
+    generator = eval_generator(seed, length)
+    done, per_forward = 0, max(1, TOKENS_PER_FORWARD // max(task.sequence_length(length), 1))
+    while done < n:
+        chunk = min(n - done, per_forward)
+        yield task.sample(chunk, generator, length=length, train=False)
+        done += chunk
+
+
 @torch.no_grad()
 def entropy_at_length(model, task, length: int, n: int, seed: int = 0,
                       at_answer: bool = False) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
     """{layer: (raw, normalized) mean entropy per head} over n test samples of task length `length`:
     over every real query, or (at_answer) over each sample's first answer prediction only."""
     sums: dict[int, list[torch.Tensor]] = {}
-    generator = eval_generator(seed, length)
     with eval_mode(model):
-        done, per_forward = 0, max(1, TOKENS_PER_FORWARD // max(task.sequence_length(length), 1))
-        while done < n:
-            chunk = min(n - done, per_forward)
-            batch = task.sample(chunk, generator, length=length, train=False)
+        for batch in evaluation_batches(task, length, n, seed):
+            chunk = batch.tokens.shape[0]
             valid = answer_queries(batch) if at_answer else batch.tokens != 0
             for layer, entropy in layer_entropies(model, *batch.inputs()).items():
                 raw, normalized = summarize_row_entropy(entropy, valid)
                 previous = sums.setdefault(layer, [torch.zeros_like(raw), torch.zeros_like(raw)])
                 previous[0] += raw * chunk
                 previous[1] += normalized * chunk
-            done += chunk
     return {layer: (raw / n, normalized / n) for layer, (raw, normalized) in sums.items()}
+
+
+@torch.no_grad()
+def answer_max_probability(model, task, length: int, n: int, seed: int = 0) -> dict[int, torch.Tensor]:
+    """{layer: the largest attention weight at each sample's first answer prediction, averaged per head}
+    over n test samples of `length`. Listens at `hook_pattern`, so each layer builds its T x T map."""
+    sums: dict[int, torch.Tensor] = {}
+    with eval_mode(model):
+        for batch in evaluation_batches(task, length, n, seed):
+            answers = answer_queries(batch)
+
+            def keep(layer):
+                def listener(pattern, hook):  # (B, H, T, T) -> (answers, H): each answer row's largest weight
+                    largest = pattern.detach().float().transpose(1, 2)[answers].amax(-1)
+                    sums[layer] = sums.get(layer, 0) + largest.sum(0)
+                return listener
+
+            with model.hooks({f"blocks.{layer}.mixer.hook_pattern": keep(layer) for layer in attention_layers(model)}):
+                model(*batch.inputs())
+    return {layer: total / n for layer, total in sums.items()}
 
 
 def entropy_vs_length(model, task, lengths: list[int], n: int = 8, seed: int = 0, step: int = -1,

@@ -388,3 +388,8 @@ _register("memorization-context", CONTEXT,
                   "capacity grows with the context size n (n < d)",
                   f"At fixed heads ({CONTEXT_HEADS}) and d = {CONTEXT_D}, memorization capacity grows at least "
                   "linearly with the context size n (Omega(H n) at fixed H)", CONTEXT_LAYER))
+
+# what each capacity recipe sweeps, for the Memorization page's choice between them
+CAPACITY_RECIPES = {"memorization-capacity": "heads (splitting d_model)",
+                    "memorization-capacity-fixed-d": "heads (each its own d x d projections)",
+                    "memorization-context": "context size n (2 heads, same parameters)"}
