@@ -133,8 +133,13 @@ def test_the_log_axis_stays_near_the_models_when_least_squares_is_exact():
                           for i, e in enumerate([1.0, 0.5, 0.1, 0.05])]
                          + [{"model": "least squares", "kind": "baseline", "examples": i, "error": e}
                             for i, e in enumerate([1.0, 0.5, 1e-14, 1e-15])])
-    low, high = error_vs_examples(table).layout.yaxis.range
+    figure = error_vs_examples(table)
+    low, high = figure.layout.yaxis.range
     assert low == pytest.approx(math.log10(0.05 / 100) - 0.1) and high == pytest.approx(math.log10(3))
+    # the line that leaves the axis is named, with where it leaves
+    (note,) = figure.layout.annotations
+    assert note.text == "least squares: below the axis from 2 examples (down to 1e-15)"
+    assert not error_vs_examples(table[table.examples < 2]).layout.annotations
 
 
 def test_one_context_query_by_query():

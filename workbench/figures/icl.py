@@ -47,7 +47,22 @@ def error_vs_examples(table: pd.DataFrame, y_title: str = "squared error / d", l
         best = models.error[models.error > 0].min() if (models.error > 0).any() else low
         low = max(low, best / 100)
         fig.update_yaxes(range=[np.log10(low) - 0.1, np.log10(high * 3)])
+        _note_clipped(fig, baselines, 10 ** (np.log10(low) - 0.1))
     return paper_style(fig, height=340, title=title)
+
+
+def _note_clipped(fig: go.Figure, baselines: pd.DataFrame, floor: float) -> None:
+    """Say in the figure which baselines leave the axis at the bottom and from where, so a line that
+    drops out of view reads as 'below the axis', not as missing."""
+    notes = []
+    for name, rows in baselines.groupby("model", sort=False):
+        below = rows[rows.error < floor].sort_values("examples")
+        if len(below):
+            notes.append(f"{name}: below the axis from {int(below.examples.iloc[0])} examples "
+                         f"(down to {max(below.error.min(), 0):.0e})")
+    if notes:
+        fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=0.02, y=0.02, xanchor="left",
+                           yanchor="bottom", showarrow=False, align="left", font=dict(size=10, color="grey"))
 
 
 def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None) -> go.Figure:
