@@ -88,3 +88,42 @@ def test_primed_rows_train_as_their_own_micro_batch_with_the_same_loss_and_gradi
     assert torch.allclose(split, whole, atol=1e-6)
     for a, b in zip(split_grads, (p.grad for p in model.parameters())):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("task_name, params", [("multi_operand_addition", {"max_digits": 5, "max_operands": 5}),
+                                               ("icl_linear_regression", {"dim": 3, "min_examples": 2,
+                                                                          "max_examples": 9})])
+def test_length_buckets_train_short_rows_unpadded_with_the_same_loss_and_gradient(task_name, params):
+    from workbench.batch_stream import TrainingBatch, prepare, training_loss
+    from workbench.config import RunConfig
+    from workbench.models.transformer import model_for_task
+
+    task = build_task(task_name, params)
+    batch = task.sample(32, torch.Generator().manual_seed(5))
+    prepared = prepare(batch, length_buckets=4)
+    widths = [part.batch.tokens.shape[1] for part in prepared.parts]
+    assert len(widths) == 4 and widths == sorted(widths) and widths[0] < widths[-1] == batch.tokens.shape[1]
+    assert sum(len(part.batch) for part in prepared.parts) == len(batch)
+    assert sum(int(part.batch.loss_mask.sum()) for part in prepared.parts) == int(batch.loss_mask.sum())
+    assert not prepare(batch).parts, "one bucket: the batch as drawn"
+
+    config = RunConfig.load(None, [f"task.name={task_name}", "model.d_model=32", "model.n_layers=2"])
+    model = model_for_task(config.model, task, seed=0)
+    split = training_loss(model, prepared)
+    split.backward()
+    split_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    whole = training_loss(model, TrainingBatch(prepared.batch, prepared.loss_rows, prepared.loss_targets))
+    whole.backward()
+    assert torch.allclose(split, whole, atol=1e-6)
+    for a, b in zip(split_grads, (p.grad for p in model.parameters())):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_length_buckets_are_refused_beyond_the_batch_by_name():
+    from workbench.config import RunConfig
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"train.length_buckets: invalid value 0; expected 1..train.batch_size \(8\)"):
+        RunConfig.load(None, ["train.batch_size=8", "train.length_buckets=0"])
+    assert RunConfig.load(None, ["train.length_buckets=1"]).run_id == RunConfig.load(None, []).run_id

@@ -28,15 +28,22 @@ class TrainingBatch:
     loss_rows: Tensor  # flat (B * T) indices of the positions in the loss, in row-major order
     loss_targets: Tensor  # their targets: batch.targets[batch.loss_mask] (batch.values for regression)
     # A batch mixing a few primed (long) rows into short ones trains the two groups as micro-batches of
-    # their own width, so 2% of long rows do not pad the other 98% to their length; empty otherwise.
+    # their own width, so 2% of long rows do not pad the other 98% to their length; so does a batch cut
+    # into length buckets (train.length_buckets); empty otherwise.
     parts: list["TrainingBatch"] = field(default_factory=list)
 
 
-def prepare(batch: Batch) -> TrainingBatch:
+def prepare(batch: Batch, length_buckets: int = 1) -> TrainingBatch:
+    """What the loss needs; with length_buckets > 1, the rows sorted by length (stably) and cut into that
+    many micro-batches, each trimmed to its longest row, so short rows are not padded to the longest."""
     primed = batch.meta.get("primed")
     parts = []
     if primed is not None and bool(primed.any()) and not bool(primed.all()):
         parts = [prepare(batch.select(rows).trimmed()) for rows in (~primed, primed)]
+    elif length_buckets > 1 and len(batch) > 1:
+        lengths = (batch.tokens != 0).int().cumsum(1).argmax(1)  # the last real token of each row
+        order = torch.sort(lengths, stable=True).indices
+        parts = [prepare(batch.select(rows).trimmed()) for rows in order.chunk(min(length_buckets, len(batch)))]
     return TrainingBatch(batch, *answer_rows(batch), parts)
 
 
@@ -54,8 +61,8 @@ class BatchStream:
     """`next()` returns the batch for the next step; `resume_state()` the generator state that
     draws it again (for a checkpoint); `close()` stops the worker."""
 
-    def __init__(self, draw: Callable[[torch.Generator], Batch], generator: torch.Generator):
-        self.draw, self.generator = draw, generator
+    def __init__(self, draw: Callable[[torch.Generator], Batch], generator: torch.Generator, length_buckets: int = 1):
+        self.draw, self.generator, self.length_buckets = draw, generator, length_buckets
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-batches")
         self.pending = self._submit()
 
@@ -63,7 +70,7 @@ class BatchStream:
         def job() -> tuple[Tensor, TrainingBatch | BaseException]:
             state = self.generator.get_state()
             try:
-                return state, prepare(self.draw(self.generator))
+                return state, prepare(self.draw(self.generator), self.length_buckets)
             except BaseException as error:  # raised in the loop by next(); the state stays resumable
                 return state, error
         return self.worker.submit(job)

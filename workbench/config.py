@@ -109,6 +109,9 @@ class TrainConfig:
     eval_every: int = setting(500, "steps between held-out exact-match evaluations; 0: only at the end")
     eval_samples: int = setting(512, "fresh samples per evaluation (and per test length)")
     checkpoint_every: int = setting(500, "steps between resumable checkpoints")
+    length_buckets: int = setting(1, "split each batch by sample length into this many micro-batches, each "
+                                     "trimmed of its padding: the same loss up to float rounding, fewer padded "
+                                     "tokens where lengths vary (1: one batch)")
     # Small models gain little from more threads, and a second busy thread (the dashboard, a notebook,
     # another run) makes them thrash.
     threads: int = setting(1, "torch threads; 0 keeps torch's default")
@@ -151,7 +154,8 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("task.params", "sort", "hint_form", "successors"),
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
-                    for key in ("pairs", "fixed_covariance")]]
+                    for key in ("pairs", "fixed_covariance")],
+                  ("train", None, "length_buckets", 1)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -244,6 +248,8 @@ class RunConfig:
         check(t.warmup >= 0, "train.warmup", t.warmup, "expected >= 0")
         check(0 <= t.min_lr_ratio <= 1, "train.min_lr_ratio", t.min_lr_ratio, "expected 0..1")
         check(t.threads >= 0, "train.threads", t.threads, "expected >= 0")
+        check(1 <= t.length_buckets <= t.batch_size, "train.length_buckets", t.length_buckets,
+              f"expected 1..train.batch_size ({t.batch_size})")
         check(self.probes.every >= 0, "probes.every", self.probes.every, "expected >= 0 (0 turns probes off)")
         check(self.probes.batch >= 1, "probes.batch", self.probes.batch, "expected >= 1")
         from .probes import PROBES

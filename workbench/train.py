@@ -233,7 +233,7 @@ class _Loop:
         self.last_loss = float("nan")
         self.stop_requested = False
         self.stop_after: int | None = stop_after
-        self.batches = BatchStream(self.draw, state.data)
+        self.batches = BatchStream(self.draw, state.data, config.train.length_buckets)
 
     def draw(self, generator: torch.Generator):
         batch = self.task.sample(self.config.train.batch_size, generator)
