@@ -101,9 +101,10 @@ def alternating(name: str, contestant: Callable[[], object], reference: Callable
     return {name: spent[0] / calls, beside(name, reference_name): spent[1] / calls}
 
 
-def trainer(overrides: list[str], steps: int, batch_size: int) -> Callable[[], float]:
+def trainer(overrides: list[str], steps: int, batch_size: int, length_buckets: int = 1) -> Callable[[], float]:
     """A function that trains the config's model `steps` steps (AdamW, the trainer's own loss) on batches
-    drawn once, off the clock as in training, and returns seconds per step."""
+    drawn once, off the clock as in training (cut into `length_buckets` as training does), and returns
+    seconds per step."""
     from workbench.batch_stream import prepare, training_loss
     from workbench.config import RunConfig
     from workbench.models import model_for_task
@@ -114,7 +115,7 @@ def trainer(overrides: list[str], steps: int, batch_size: int) -> Callable[[], f
     model = model_for_task(config.model, task, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
-    batches = [prepare(task.sample(batch_size, generator)) for _ in range(steps)]
+    batches = [prepare(task.sample(batch_size, generator), length_buckets) for _ in range(steps)]
 
     def run() -> float:
         start = time.perf_counter()

@@ -24,6 +24,7 @@ BENCHMARKS = [
     ("patching_sweep.py", [], ["--rounds", "1"], 120),
     ("gemm_backends.py", [], ["--rounds", "1", "--calls", "3"], 120),
     ("relative_training.py", [], ["--rounds", "1", "--steps", "3"], 300),
+    ("length_buckets.py", [], ["--rounds", "1", "--steps", "3", "--buckets", "4"], 240),
     ("mixer_forms.py", [], ["--rounds", "1", "--steps", "3"], 240),
     ("probe_overhead.py", [], ["--steps", "100", "--repeats", "1"], 240),
     ("live_view_cost.py", [], ["--steps", "100", "--rounds", "1"], 420),

@@ -61,8 +61,23 @@ def test_a_failing_draw_raises_in_next_and_leaves_a_resumable_state():
         stream.close()
 
 
+def _same_loss_and_gradient(model, prepared) -> None:
+    """The loss over the prepared batch's parts and its gradient equal those of the batch in one piece."""
+    from workbench.batch_stream import TrainingBatch, training_loss
+
+    split = training_loss(model, prepared)
+    split.backward()
+    split_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    whole = training_loss(model, TrainingBatch(prepared.batch, prepared.loss_rows, prepared.loss_targets))
+    whole.backward()
+    assert torch.allclose(split, whole, atol=1e-6)
+    for a, b in zip(split_grads, (p.grad for p in model.parameters())):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
 def test_primed_rows_train_as_their_own_micro_batch_with_the_same_loss_and_gradient():
-    from workbench.batch_stream import TrainingBatch, prepare, training_loss
+    from workbench.batch_stream import prepare
     from workbench.config import RunConfig
     from workbench.models.transformer import model_for_task
 
@@ -79,22 +94,14 @@ def test_primed_rows_train_as_their_own_micro_batch_with_the_same_loss_and_gradi
     config = RunConfig.load(None, ["task.name=multiplication", "model.d_model=32", "model.n_layers=2",
                                    "model.pos=coupling"])
     model = model_for_task(config.model, task, seed=0)
-    split = training_loss(model, prepared)
-    split.backward()
-    split_grads = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    whole = training_loss(model, TrainingBatch(prepared.batch, prepared.loss_rows, prepared.loss_targets))
-    whole.backward()
-    assert torch.allclose(split, whole, atol=1e-6)
-    for a, b in zip(split_grads, (p.grad for p in model.parameters())):
-        assert torch.allclose(a, b, atol=1e-6)
+    _same_loss_and_gradient(model, prepared)
 
 
 @pytest.mark.parametrize("task_name, params", [("multi_operand_addition", {"max_digits": 5, "max_operands": 5}),
                                                ("icl_linear_regression", {"dim": 3, "min_examples": 2,
                                                                           "max_examples": 9})])
 def test_length_buckets_train_short_rows_unpadded_with_the_same_loss_and_gradient(task_name, params):
-    from workbench.batch_stream import TrainingBatch, prepare, training_loss
+    from workbench.batch_stream import prepare
     from workbench.config import RunConfig
     from workbench.models.transformer import model_for_task
 
@@ -109,15 +116,7 @@ def test_length_buckets_train_short_rows_unpadded_with_the_same_loss_and_gradien
 
     config = RunConfig.load(None, [f"task.name={task_name}", "model.d_model=32", "model.n_layers=2"])
     model = model_for_task(config.model, task, seed=0)
-    split = training_loss(model, prepared)
-    split.backward()
-    split_grads = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    whole = training_loss(model, TrainingBatch(prepared.batch, prepared.loss_rows, prepared.loss_targets))
-    whole.backward()
-    assert torch.allclose(split, whole, atol=1e-6)
-    for a, b in zip(split_grads, (p.grad for p in model.parameters())):
-        assert torch.allclose(a, b, atol=1e-5)
+    _same_loss_and_gradient(model, prepared)
 
 
 def test_length_buckets_are_refused_beyond_the_batch_by_name():
