@@ -81,7 +81,8 @@ def test_the_context_recipe_grows_the_keys_at_the_same_parameters():
     """memorization-context: keys of n - 2 symbols at 2 heads of their own 16 x 16 projections; the position
     table is 16 rows at every n, so only the key length changes between its points."""
     variants = get_experiment("memorization-context").variants(False)
-    by_context = {v.labels["context"]: v.config for v in variants if v.labels["table_size"] == 16 and v.labels["seed"] == 0}
+    by_context = {v.labels["context"]: v.config for v in variants
+                  if v.labels["table_size"] == 16 and v.labels["seed"] == 0}
     assert sorted(by_context) == [4, 6, 10, 14]
     for context, config in by_context.items():
         assert config.task.params["key_length"] == context - 2 < config.model.d_model == 16

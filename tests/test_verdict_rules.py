@@ -197,8 +197,8 @@ def _flattening(states):
 
 def _temperature(states):
     """'pass': the plain models' answer entropy rises 1 nat and they keep 10% at the longest length, a
-    uniform or aligned factor (either alignment) reaches 50% and the head factors 90%; 'fail': every reading stays at 20%,
-    with attention that stays sharp."""
+    uniform or aligned factor (either alignment) reaches 50% and the head factors 90%; 'fail': every
+    reading stays at 20%, with attention that stays sharp."""
     def numbers(exact, rise):
         return {"exact_train": 1.0, "exact_longest": exact, "entropy_train": 0.05, "entropy_longest": 0.05 + rise,
                 "rise": rise, "scale_longest": 1.5}

@@ -145,7 +145,8 @@ def temperatures_form() -> None:
                    "that factor for every head; `uniform` picks the best factor of a grid by the loss on other "
                    "samples of each length (Wang et al. 2024, arXiv 2404.12224); `aligned` the one that brings the "
                    "answer's attention entropy back to the longest trained length's, `maxprob` its largest attention "
-                   "weight (both after Chi et al. 2023, arXiv 2311.00684); `head` trains a factor per head at the longest length with the weights frozen "
+                   "weight (both after Chi et al. 2023, arXiv 2311.00684); `head` trains a factor per head at the "
+                   "longest length with the weights frozen "
                    "(Wang et al.'s HeadScale: 200 steps, a minute or more). Nothing is stored.")
         run = support.pick_run(attention, key="length_temperature_run", selects=False)
         with st.form("length_temperature_form"):

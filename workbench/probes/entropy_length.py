@@ -1,5 +1,6 @@
-"""Attention entropy (and the answer's largest attention weight) as a function of evaluation length (Chi et al. 2023, arXiv 2311.00684;
-Wang et al. 2024, arXiv 2404.12224; Zhang et al. 2024, arXiv 2411.12892).
+"""Attention entropy (and the answer's largest attention weight) as a function of evaluation length
+(Chi et al. 2023, arXiv 2311.00684; Wang et al. 2024, arXiv 2404.12224; Zhang et al. 2024,
+arXiv 2411.12892).
 
 Each attention layer is listened to at `hook_entropy`, which makes it run through the kernel
 dispatcher (workbench.kernels.attention_entropy): on the CPU a chunked path with O(T) extra memory,

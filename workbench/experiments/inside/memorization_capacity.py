@@ -380,7 +380,8 @@ _register("memorization-capacity-fixed-d", FIXED_D,
                   PAPERS_LAYER))
 
 _register("memorization-context", CONTEXT,
-          f"1-layer attention-only Transformers (no MLP) of embedding dimension {CONTEXT_D} with {CONTEXT_HEADS} heads, "
+          f"1-layer attention-only Transformers (no MLP) of embedding dimension {CONTEXT_D} with {CONTEXT_HEADS} "
+          "heads, "
           f"each with its own {CONTEXT_D} x {CONTEXT_D} projections, memorizing random tables whose keys have 2, 4, 8 "
           f"and 12 symbols of {CONTEXT_KEYS} (a context n of 4 to 14 tokens, all below d) -> 1 of 16 values, at the "
           "same parameters for every n; " + _bisection(CONTEXT),
