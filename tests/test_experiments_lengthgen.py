@@ -206,14 +206,17 @@ def test_multi_level_coupling_ablation_drops_only_the_operand_level(data_dir):
         assert multi.model.pos == single.model.pos == pos
         assert multi.task.params["levels"] == 2 and single.task.params["levels"] == 1
         assert multi.replace(**{"task.levels": 1}).run_id == single.run_id, "only the levels differ"
-    # the paper's arms get more steps than the multi-operand recipe (there no single-level model fit)
+    # the paper's arms get more steps than the multi-operand recipe (there no single-level model fit), in
+    # length buckets (to fit 30 minutes)
     recipe = {v.labels["pos"]: v.config for v in EXPERIMENTS["lengthgen-multi-operand-addition"].variants(False)
               if v.labels["seed"] == 0}
     paper = next(v.config for v in EXPERIMENTS["multi-level-coupling"].variants(False)
                  if v.labels == {"pos": "multi-level coupling", "seed": 0})
     assert paper.train.steps > recipe["coupling"].train.steps
-    shorter = {"train.steps": recipe["coupling"].train.steps, "probes.every": recipe["coupling"].probes.every}
-    assert paper.replace(**shorter).run_id == recipe["coupling"].run_id, "only the budget differs"
+    assert paper.train.length_buckets == 4 and recipe["coupling"].train.length_buckets == 1
+    shorter = {"train.steps": recipe["coupling"].train.steps, "probes.every": recipe["coupling"].probes.every,
+               "train.length_buckets": 1}
+    assert paper.replace(**shorter).run_id == recipe["coupling"].run_id, "only the budget and the buckets differ"
     # the paper's data: the same task with its padded scratchpad and equal-length samples, both arms
     padded = {v.labels["pos"]: v.config for v in EXPERIMENTS["multi-level-coupling-padded"].variants(False)
               if v.labels["seed"] == 0}
