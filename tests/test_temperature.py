@@ -205,3 +205,17 @@ def test_the_temperature_figure_has_a_line_per_reading():
     assert [trace.name for trace in fig.data] == ["x1", "uniform"] and fig.layout.xaxis.type == "log"
     # on a log axis the mark's name sits at log10(32), inside the curves' range, not at x = 32 (10^32)
     assert [a.x for a in fig.layout.annotations if a.text == "longest trained"] == [pytest.approx(math.log10(32))]
+
+
+def test_a_reading_keeps_its_colour_in_every_row_of_the_experiment_figure():
+    import pandas as pd
+
+    from workbench.figures.lengthgen import flattening_curves
+
+    rows = [{"model": model, "pos": model.split("-")[0], "seed": 0, "filler": filler, "answer_entropy": 1.0,
+             "exact_match": 0.5} for model in ("nope", "nope-uniform", "nope-head", "t5_bias", "t5_bias-uniform",
+                                               "t5_bias-maxprob") for filler in (32, 64)]
+    fig = flattening_curves(pd.DataFrame(rows), 32, by="pos")
+    colours = {trace.legendgroup: trace.line.color for trace in fig.data if trace.mode == "lines+markers"}
+    assert colours["nope"] == colours["t5_bias"] and colours["nope-uniform"] == colours["t5_bias-uniform"]
+    assert len({colours["nope-head"], colours["t5_bias-maxprob"], colours["nope-uniform"], colours["nope"]}) == 4

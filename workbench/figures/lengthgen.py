@@ -28,8 +28,13 @@ def flattening_curves(table: pd.DataFrame, train_length: int, title: str | None 
                         subplot_titles=[f"{LABELS.get(group, group)}: {text}" if by else text
                                         for group, _ in groups for text in titles])
     lengths = sorted(table.filler.unique())
+    # a colour per model; with rows, per method (the name after the encoding: "t5_bias-aligned" is
+    # "aligned"), so one reading has one colour in every row
+    hue = (lambda name: name.split("-", 1)[1] if "-" in name else "") if by else (lambda name: name)
+    palette = list(dict.fromkeys(hue(name) for name in table.model))
     for row, (_, part) in enumerate(groups, start=1):
-        for i, (name, rows) in enumerate(part.groupby("model", sort=False)):  # a method keeps its colour per row
+        for name, rows in part.groupby("model", sort=False):
+            i = palette.index(hue(name))
             for col, (value, scale) in enumerate((("answer_entropy", 1), ("exact_match", 100)), start=1):
                 stats = rows.groupby("filler")[value].agg(["median", "min", "max", "count"]).reset_index()
                 if (stats["count"] > 1).any():
