@@ -173,8 +173,8 @@ def evaluate_temperatures(run_id: str, lengths: list[int] | str, temperatures: l
                           progress: Callable[[int, int], None] | None = None) -> dict[int, dict[str, dict]]:
     """{length: {reading: {"exact_match", "factor"}}} for a finished run read with its attention logits
     multiplied after training (workbench.circuits.temperature): fixed factors, and the uniform factor
-    searched, the ones aligned by entropy or by largest weight and per-head ones trained, at each length. `lengths` and
-    `temperatures` may be the command line's text ("32,256", "1,1.5,uniform"). Nothing is stored."""
+    searched, the ones aligned by entropy or by largest weight and per-head ones trained, at each length.
+    `lengths` and `temperatures` may be the command line's text ("32,256", "1,1.5,uniform"). Nothing is stored."""
     from .circuits.temperature import parse_temperatures, temperature_curves
 
     lengths = _coerce(lengths, list[int], "--lengths")

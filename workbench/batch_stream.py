@@ -43,7 +43,7 @@ def prepare(batch: Batch, length_buckets: int = 1) -> TrainingBatch:
     elif length_buckets > 1 and len(batch) > 1:
         lengths = (batch.tokens != 0).int().cumsum(1).argmax(1)  # the last real token of each row
         order = torch.sort(lengths, stable=True).indices
-        parts = [prepare(batch.select(rows).trimmed()) for rows in order.chunk(min(length_buckets, len(batch)))]
+        parts = [prepare(batch.select(rows).trimmed()) for rows in order.chunk(length_buckets)]
     return TrainingBatch(batch, *answer_rows(batch), parts)
 
 
@@ -61,7 +61,8 @@ class BatchStream:
     """`next()` returns the batch for the next step; `resume_state()` the generator state that
     draws it again (for a checkpoint); `close()` stops the worker."""
 
-    def __init__(self, draw: Callable[[torch.Generator], Batch], generator: torch.Generator, length_buckets: int = 1):
+    def __init__(self, draw: Callable[[torch.Generator], Batch], generator: torch.Generator,
+                 length_buckets: int = 1):
         self.draw, self.generator, self.length_buckets = draw, generator, length_buckets
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-batches")
         self.pending = self._submit()

@@ -184,7 +184,8 @@ def aligned_scale(model, task, length: int, reference_length: int, n: int, seed:
 
 
 # --- readings for `workbench eval-length --temperature` and the Length generalization page --------------
-READINGS = ("uniform", "aligned", "maxprob", "head")  # chosen factors; any number > 0 is a fixed factor for every head
+READINGS = ("uniform", "aligned", "maxprob", "head")  # chosen factors; a number > 0 is a fixed factor for every head
+ALIGNED_READINGS = {"aligned": "entropy", "maxprob": "max_prob"}  # reading -> what aligned_scale matches
 
 
 def parse_temperatures(temperatures: str | list, field: str = "--temperature") -> list[float | str]:
@@ -231,9 +232,9 @@ def choose_factors(model, task, readings: list[float | str], lengths: list[int],
         for reading in readings:
             if reading == "uniform":
                 row[reading] = uniform_at(length)
-            elif reading in ("aligned", "maxprob"):
-                by = "entropy" if reading == "aligned" else "max_prob"
-                row[reading] = aligned_scale(model, task, length, reference_length, align_n, seed, by)
+            elif reading in ALIGNED_READINGS:
+                row[reading] = aligned_scale(model, task, length, reference_length, align_n, seed,
+                                             ALIGNED_READINGS[reading])
             else:
                 row[reading] = heads if reading == "head" else reading
         chosen[length] = row

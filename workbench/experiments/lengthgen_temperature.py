@@ -37,7 +37,7 @@ from .verdicts import FITS, Claim, Outcome, UntestedClaim, by_seeds, not_tested
 ENCODINGS = ("nope", "t5_bias")
 # How each model is read (workbench.circuits.temperature's readings; 1.0, the plain model, first). HeadScale
 # is Wang et al.'s method for NoPE; with T5's bias its T x T logits make it the recipe's slowest step
-# (about 400 s a run on one core), so the T5 models are read the three other ways.
+# (about 400 s a run on one core), so the T5 models are read the other ways, both alignments included.
 METHODS = {"nope": (1.0, "uniform", "aligned", "head"), "t5_bias": (1.0, "uniform", "aligned", "maxprob")}
 VALIDATION_SAMPLES, ALIGN_SAMPLES = 64, 32
 FAST_HEAD_STEPS = 40

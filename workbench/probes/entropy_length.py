@@ -19,19 +19,24 @@ TOKENS_PER_FORWARD = 16_384  # samples per forward shrink as the length grows
 
 
 @torch.no_grad()
-def layer_entropies(model, tokens, position_ids=None, vectors=None) -> dict[int, torch.Tensor]:
-    """{layer: (B, H, T) per-query entropy} of every attention layer, from one forward."""
-    layers = attention_layers(model)
+def per_attention_layer(model, hook: str, inputs: tuple, reduce=lambda value: value) -> dict[int, torch.Tensor]:
+    """{layer: reduce(value)} of what every attention layer hands `hook` (e.g. "hook_entropy"), from one
+    forward of `inputs`. Reducing inside the listener keeps only what is needed of a T x T map."""
     found: dict[int, torch.Tensor] = {}
 
     def keep(layer):
         def listener(value, hook):
-            found[layer] = value.detach().float()
+            found[layer] = reduce(value.detach().float())
         return listener
 
-    with model.hooks({f"blocks.{layer}.mixer.hook_entropy": keep(layer) for layer in layers}):
-        model(tokens, position_ids, vectors)
+    with model.hooks({f"blocks.{layer}.mixer.{hook}": keep(layer) for layer in attention_layers(model)}):
+        model(*inputs)
     return found
+
+
+def layer_entropies(model, tokens, position_ids=None, vectors=None) -> dict[int, torch.Tensor]:
+    """{layer: (B, H, T) per-query entropy} of every attention layer, from one forward."""
+    return per_attention_layer(model, "hook_entropy", (tokens, position_ids, vectors))
 
 
 def answer_queries(batch) -> torch.Tensor:
@@ -80,15 +85,11 @@ def answer_max_probability(model, task, length: int, n: int, seed: int = 0) -> d
     with eval_mode(model):
         for batch in evaluation_batches(task, length, n, seed):
             answers = answer_queries(batch)
-
-            def keep(layer):
-                def listener(pattern, hook):  # (B, H, T, T) -> (answers, H): each answer row's largest weight
-                    largest = pattern.detach().float().transpose(1, 2)[answers].amax(-1)
-                    sums[layer] = sums.get(layer, 0) + largest.sum(0)
-                return listener
-
-            with model.hooks({f"blocks.{layer}.mixer.hook_pattern": keep(layer) for layer in attention_layers(model)}):
-                model(*batch.inputs())
+            # (B, H, T, T) -> (answers, H): each answer row's largest weight
+            largest = per_attention_layer(model, "hook_pattern", batch.inputs(),
+                                          lambda pattern: pattern.transpose(1, 2)[answers].amax(-1))
+            for layer, values in largest.items():
+                sums[layer] = sums.get(layer, 0) + values.sum(0)
     return {layer: total / n for layer, total in sums.items()}
 
 

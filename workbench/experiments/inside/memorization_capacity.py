@@ -58,7 +58,8 @@ class HeadSweep:
     """1, 2, 4 and 8 heads of dimension HEAD_DIM on 3-symbol keys."""
     own_projections: bool  # False: the heads split d_model = HEAD_DIM x H; True: d_model = HEAD_DIM for every H
     axis = "heads"
-    short = "h"
+    short, short_title = "h", "heads"
+    head_dim = HEAD_DIM
     points, fast_points = HEADS, (1, 4)
     precision, rounds = 1.25, 6  # the grid, then at most 5 bisections (4x -> 2x -> 1.41x -> 1.19x takes 3)
     steps_text, plural = "1 to 2 to 4 to 8 heads", "head counts"
@@ -91,7 +92,8 @@ class HeadSweep:
 class ContextSweep:
     """Keys of n - 2 symbols at a fixed layer: the context n grows, the parameters do not."""
     axis = "context"
-    short = "n"
+    short, short_title = "n", "context n"
+    head_dim = CONTEXT_D
     points, fast_points = CONTEXTS, (4, 10)
     # 1.15x: over n = 4 to 14 a bracket this wide moves a slope by at most 0.22 (the linear rule's tolerance)
     precision, rounds = 1.15, 7
@@ -214,7 +216,7 @@ def capacity_analyze(sweep, finished, fast):
     slope = fits[first][f"slope_vs_{axis}"]
     headline += (f"; slope vs {axis} {slope:.2f}" if slope is not None else "") + \
         f" (seed {first}; every seed per claim)"
-    return table, {"shapes": shapes, "fits": fits, "head_dim": HEAD_DIM if axis == "heads" else CONTEXT_D,
+    return table, {"shapes": shapes, "fits": fits, "head_dim": sweep.head_dim,
                    "precision": _plan(sweep, fast)["precision"], "headline": headline}
 
 
@@ -306,7 +308,7 @@ def capacity_figure(sweep, result: ExperimentResult):
         fig.update_yaxes(title_text="capacity (table rows)", type="log", tickvals=LOG_TICKS, row=1, col=col)
     bits_col = len(panels) + 1
     _seed_lines(fig, shapes, axis, lambda part: part["bits_per_parameter"], bits_col, legend=False)
-    fig.update_xaxes(title_text=axis if axis == "heads" else "context n", type="log",
+    fig.update_xaxes(title_text=sweep.short_title, type="log",
                      tickvals=sorted(shapes[axis].unique()), row=1, col=bits_col)
     fig.update_yaxes(title_text="bits per parameter", rangemode="tozero", row=1, col=bits_col)
     return paper_style(fig, width="double", height=320)
