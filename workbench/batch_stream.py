@@ -51,10 +51,17 @@ def training_loss(model, prepared: TrainingBatch) -> Tensor:
     """The mean loss over the batch's answer positions; with parts, their summed losses over the same
     count, which is the same loss and gradient up to the order of the sums."""
     if not prepared.parts:
-        return answer_loss(model(*prepared.batch.inputs()), prepared.loss_rows, prepared.loss_targets)
-    total = sum(answer_loss(model(*part.batch.inputs()), part.loss_rows, part.loss_targets, reduction="sum")
+        return _readouts_loss(model, prepared.batch, prepared.loss_rows, prepared.loss_targets)
+    total = sum(_readouts_loss(model, part.batch, part.loss_rows, part.loss_targets, reduction="sum")
                 for part in prepared.parts)
     return total / sum(len(part.loss_targets) for part in prepared.parts)
+
+
+def _readouts_loss(model, batch, rows, targets, reduction: str = "mean") -> Tensor:
+    """The answer loss of the model's training read-outs, averaged over them (one read-out, or a
+    looped model's last few loops: model.loop_loss_window)."""
+    readouts = model.training_readouts(*batch.inputs())
+    return sum(answer_loss(logits, rows, targets, reduction) for logits in readouts) / len(readouts)
 
 
 class BatchStream:

@@ -86,6 +86,14 @@ class ModelConfig:
                                      "transformers)")
     looped: bool = setting(False, "a looped model: one block's weights applied n_layers times (Dehghani et al. 2019; "
                                   "Yang et al. 2023); the number of loops can be changed after training")
+    loop_injection: bool = setting(False, "looped: every loop reads the input again, h <- norm(block(h + input)) "
+                                          "from h = 0, as Yang et al. 2023 (arXiv 2311.12424) loop GPT-2")
+    loop_loss_window: int = setting(0, "looped: train on the mean loss of the last T loops' read-outs, the loops "
+                                       "before them without gradient (Yang et al. 2023's truncated loss); "
+                                       "0: the final read-out only")
+    loop_curriculum: int = setting(0, "looped: start training at loop_loss_window loops (or 1) and add one loop "
+                                      "every this many steps up to n_layers, as Yang et al. 2023's curriculum "
+                                      "grows b; 0: n_layers loops from the start")
     mixer_options: dict = setting({}, "settings a mixer declares itself (its Options dataclass), beyond the shared "
                                       "ones above; given as model.NAME=value like any other")
 
@@ -155,7 +163,8 @@ LATER_SETTINGS = [("model", None, "init", "gpt2"), ("task", None, "eval_start", 
                   ("task.params", "multiplication", "scratchpad", "running"),
                   *[("task.params", name, key, False) for name in ("icl_linear_regression", "icl_sparse_regression")
                     for key in ("pairs", "fixed_covariance")],
-                  ("train", None, "length_buckets", 1)]
+                  ("train", None, "length_buckets", 1), ("model", None, "loop_injection", False),
+                  ("model", None, "loop_loss_window", 0), ("model", None, "loop_curriculum", 0)]
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "probes": ProbeConfig}
 
@@ -232,6 +241,7 @@ class RunConfig:
               f"expected a divisor of model.d_model ({m.d_model})")
         check(not (m.looped and m.layers), "model.looped", m.looped,
               "expected false with model.layers (a looped model repeats one block: set model.mixer and model.n_layers)")
+        _check_loops(m)
         _check_bidirectional(m)
         check(not (m.scalable_softmax and (m.logit_scaling or m.bidirectional)), "model.scalable_softmax",
               m.scalable_softmax, "expected false with model.logit_scaling or model.bidirectional (it scales causal "
@@ -281,6 +291,19 @@ class RunConfig:
         for key, value in dotted.items():
             set_dotted(values, key, value)
         return RunConfig.from_dict(values)
+
+
+def _check_loops(m: ModelConfig) -> None:
+    """Injection and the loss window describe how a looped model trains; the window counts loops."""
+    check(not m.loop_injection or m.looped, "model.loop_injection", m.loop_injection,
+          "expected false without model.looped=true (only a looped model re-reads its input every loop)")
+    check(m.loop_loss_window == 0 or m.looped, "model.loop_loss_window", m.loop_loss_window,
+          "expected 0 without model.looped=true (the window counts loops)")
+    check(0 <= m.loop_loss_window <= m.n_layers, "model.loop_loss_window", m.loop_loss_window,
+          f"expected 0..model.n_layers ({m.n_layers}), the loops trained")
+    check(m.loop_curriculum == 0 or m.looped, "model.loop_curriculum", m.loop_curriculum,
+          "expected 0 without model.looped=true (the curriculum adds loops)")
+    check(m.loop_curriculum >= 0, "model.loop_curriculum", m.loop_curriculum, "expected >= 0 (steps per added loop)")
 
 
 def _check_bidirectional(m: ModelConfig) -> None:

@@ -44,6 +44,15 @@ PROBE_SEED = 2_000_003
 STATUS_INTERVAL_S = 1.0  # how often status.json is refreshed for live progress
 
 
+def loops_at(config: RunConfig, step: int) -> int:
+    """The loops a looped model trains at this step: model.n_layers, or under model.loop_curriculum the
+    window's size (at least 1) plus one loop every loop_curriculum steps, up to n_layers."""
+    m = config.model
+    if not m.loop_curriculum:
+        return m.n_layers
+    return min(m.n_layers, max(m.loop_loss_window, 1) + step // m.loop_curriculum)
+
+
 def learning_rate(config: RunConfig, step: int) -> float:
     """Linear warmup, then cosine decay to min_lr_ratio * lr."""
     t = config.train
@@ -280,6 +289,8 @@ class _Loop:
             prepared = self.batches.next()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(c, step)
+            if c.model.loop_curriculum:
+                model.loops = loops_at(c, step)
             loss = training_loss(model, prepared)
             if not torch.isfinite(loss):
                 self.last_loss = loss.item()
@@ -318,6 +329,8 @@ class _Loop:
                 self.save(status="interrupted")
                 return self.run_
         bar.close()
+        if c.model.loop_curriculum:
+            model.loops = c.model.n_layers  # a finished looped model is read at its full loops
         return self.finish()
 
     def probe(self, step: int) -> None:

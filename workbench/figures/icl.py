@@ -101,3 +101,45 @@ def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | N
     fig = paper_style(fig, height=340, title=title)
     fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))  # room for the panel titles
     return fig
+
+
+def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | None = None) -> go.Figure:
+    """Two panels: error against the in-context examples (as error_vs_examples draws it), and the looped
+    model's error at `mark` examples against the loops it is read at (median over seeds, min-max band),
+    beside the other models' median there; the dotted rule marks the loops it was trained with.
+
+    table: error_vs_examples' columns, plus rows of kind "loops" with a loops column."""
+    curves = error_vs_examples(table[table.kind != "loops"], mark=mark)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
+        "error against the in-context examples", f"error at {mark} examples against the loops read"])
+    for trace in curves.data:
+        fig.add_trace(trace, row=1, col=1)
+    fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=1)
+    names = list(dict.fromkeys(table[table.kind == "model"].model))
+    sweep = table[table.kind == "loops"]
+    stats = sweep.groupby("loops")["error"].agg(["median", "min", "max"]).reset_index()
+    index = names.index("looped") if "looped" in names else len(names)
+    if len(stats):
+        fig.add_trace(seed_band(stats.loops, stats["min"], stats["max"], index, "looped"), row=1, col=2)
+        fig.add_trace(go.Scatter(x=stats.loops, y=stats["median"], mode="lines+markers", name="looped",
+                                 legendgroup="looped", showlegend=False, line=dict(color=color(index)),
+                                 marker=dict(size=4),
+                                 hovertemplate="%{x} loops<br>error %{y:.4f}<extra>looped</extra>"), row=1, col=2)
+    at = table[(table.kind != "loops") & (table.examples == mark)]
+    for i, name in enumerate(names + list(dict.fromkeys(at[at.kind == "baseline"].model))):
+        if name == "looped":
+            continue
+        level = float(at[at.model == name].error.median())
+        style = dict(color=color(i), width=1.5) if name in names else dict(color="grey", dash="dash", width=1.5)
+        fig.add_hline(y=level, line=style, row=1, col=2, annotation_text=name, annotation_position="top left",
+                      annotation_font=dict(size=10, color=style["color"]))
+    fig.add_vline(x=trained, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=2)
+    fig.update_xaxes(title_text="in-context examples", row=1, col=1)
+    fig.update_xaxes(title_text="loops read (trained at the dotted line)", row=1, col=2)
+    fig.update_yaxes(title_text="squared error / d", type="log", row=1, col=1)
+    fig.update_yaxes(type="log", row=1, col=2)
+    if curves.layout.yaxis.range is not None:
+        fig.update_yaxes(range=curves.layout.yaxis.range, row=1, col=1)
+    fig = paper_style(fig, width="double", height=360, title=title)
+    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))
+    return fig

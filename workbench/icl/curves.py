@@ -19,17 +19,33 @@ CHUNK = 512
 def model_curve(model, task, batch) -> torch.Tensor:
     """(k,) the model's mean squared error / d at each query of `batch` (regression tasks), or its
     mean error rate (Boolean tasks: 1 - accuracy), so lower is better either way."""
+    return _mean_errors(task, batch, lambda part: [model(*part.inputs())], model)[0]
+
+
+@torch.no_grad()
+def readout_curves(model, task, batch, last: int) -> torch.Tensor:
+    """(last, k): model_curve after each of the model's last `last` blocks applied, in one forward pass
+    (a looped model run at `loops` loops: its curve after loop loops - last + 1, ..., loops)."""
+    return _mean_errors(task, batch, lambda part: model.readouts(*part.inputs(), last=last), model)
+
+
+def _mean_errors(task, batch, readouts, model) -> torch.Tensor:
+    """(readouts, k) the mean error per query of each read-out that `readouts(part)` returns, over the
+    batch in chunks."""
     total = None
     with eval_mode(model):
         for start in range(0, len(batch), CHUNK):
             part = batch.select(slice(start, start + CHUNK))
-            predictions = task.predictions(model(*part.inputs()))
-            if task.output == "regression":
-                errors = task.squared_errors(predictions, part).double()
-            else:
-                errors = (~task.correct(predictions, part)).double()
-            total = errors.sum(0) if total is None else total + errors.sum(0)
+            errors = torch.stack([_errors(task, task.predictions(logits), part).sum(0)
+                                  for logits in readouts(part)])
+            total = errors if total is None else total + errors
     return total / len(batch)
+
+
+def _errors(task, predictions, part) -> torch.Tensor:
+    if task.output == "regression":
+        return task.squared_errors(predictions, part).double()
+    return (~task.correct(predictions, part)).double()
 
 
 def baseline_curves(task, batch, names: list[str] | None = None) -> dict[str, torch.Tensor]:

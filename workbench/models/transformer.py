@@ -128,7 +128,38 @@ class SequenceModel(HookedModule):
         self.name_hooks()
 
     def forward(self, tokens: Tensor, position_ids: Tensor | None = None, vectors: Tensor | None = None) -> Tensor:
+        return self.readouts(tokens, position_ids, vectors, last=1)[-1]
+
+    def readouts(self, tokens: Tensor, position_ids: Tensor | None = None, vectors: Tensor | None = None,
+                 last: int = 1, truncate: bool = False) -> list[Tensor]:
+        """The read-outs (logits) after each of the last `last` blocks applied, the final one last.
+        With model.loop_injection every loop starts from the normed read-out state plus the input
+        embedding (Yang et al. 2023: h <- norm_final(block(h + e)) from h = 0), so a loop's read-out is
+        unembed(h) and the logit lens reads it exactly. truncate: the blocks before the last `last`
+        run without gradient, as the paper's truncated loss does."""
         context = self.mixer_context(tokens, position_ids)
+        embedded = self.embedded(tokens, context, vectors)
+        inject = self.config.loop_injection
+        x = torch.zeros_like(embedded) if inject else embedded
+        blocks, outputs = self.applied_blocks(), []
+        for i, block in enumerate(blocks):
+            read = i >= len(blocks) - last
+            with torch.set_grad_enabled(torch.is_grad_enabled() and (read or not truncate)):
+                x = block(x + embedded if inject else x, context)
+                if inject:
+                    x = self.norm_final(x)
+            if read:
+                outputs.append(self.unembed(x if inject else self.norm_final(x)))
+        return outputs
+
+    def training_readouts(self, *inputs: Tensor) -> list[Tensor]:
+        """The read-outs the training loss averages: the final one, or with model.loop_loss_window = T
+        the last T loops' (Yang et al. 2023)."""
+        window = self.config.loop_loss_window
+        return self.readouts(*inputs, last=window, truncate=True) if window else [self(*inputs)]
+
+    def embedded(self, tokens: Tensor, context: MixerContext, vectors: Tensor | None = None) -> Tensor:
+        """The input to the first block: token embeddings, the read-in vectors and added positions."""
         x = self.embed(tokens)
         if self.read_in is not None:
             if vectors is None:
@@ -136,11 +167,7 @@ class SequenceModel(HookedModule):
                                  "call it as model(*batch.inputs())")
             x = x + self.read_in(vectors)
         added = self.encoding.embed(context.positions)
-        if added is not None:
-            x = x + added
-        for block in self.applied_blocks():
-            x = block(x, context)
-        return self.unembed(self.norm_final(x))
+        return x if added is None else x + added
 
     def mixer_context(self, tokens: Tensor, position_ids: Tensor | None = None) -> MixerContext:
         """What every mixer is called with beside its input, for these tokens (as forward builds it)."""

@@ -1,3 +1,4 @@
 """In-context learning of function classes: regression and Boolean functions in context."""
 from . import boolean, regression, sparse  # noqa: F401  (registration: icl-boolean, icl-regression, icl-sparse-...)
-from . import depth, preconditioner  # noqa: F401  (registration: icl-depth-and-looping, icl-preconditioned-gd)
+# registration: icl-depth-and-looping, icl-looped-vs-stacked, icl-preconditioned-gd
+from . import depth, looped_gpt2, preconditioner  # noqa: F401
