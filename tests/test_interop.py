@@ -62,6 +62,7 @@ REFUSED = {  # id -> (overrides, the field the one-line error names)
     "scalable_softmax": (dict(scalable_softmax=True), "model.scalable_softmax"),
     "clipped": (dict(softmax="clipped"), "model.softmax"),
     "bidirectional": (dict(bidirectional=True), "model.bidirectional"),
+    "looped": (dict(looped=True, loop_injection=True), "model.looped"),
 }
 
 

@@ -50,7 +50,7 @@ def rows(n: int) -> Tensor:
 
 # --- the recipes: (task, clean batch, generator) -> (corrupted tokens, answer position, wrong) ----
 def induction_pair(task, batch, generator):
-    first = task.vocab[_first_symbol(task, "s")]
+    first = _first_symbol_id(task, "s")
     tokens = batch.tokens
     answer_position = torch.full((len(batch),), tokens.shape[1] - 2)  # the final '@'
     follower = batch.meta["trigger"] + 2  # BOS, then the context: the symbol after the trigger
@@ -62,7 +62,7 @@ def induction_pair(task, batch, generator):
 
 
 def associative_recall_pair(task, batch, generator):
-    first = task.vocab[_first_symbol(task, "v", letters=False)]
+    first = _first_symbol_id(task, "v", letters=False)
     tokens, n = batch.tokens, len(batch)
     answer_position = torch.full((n,), tokens.shape[1] - 2)  # the query key
     value = 2 + 2 * batch.meta["query"]  # BOS, then key-value pairs
@@ -74,7 +74,7 @@ def associative_recall_pair(task, batch, generator):
 
 
 def mqar_pair(task, batch, generator):
-    first = task.vocab[_first_symbol(task, "v", letters=False)]
+    first = _first_symbol_id(task, "v", letters=False)
     tokens, n = batch.tokens, len(batch)
     answer_position = batch.loss_mask.float().argmax(dim=1)  # the first queried key
     key = tokens[rows(n), answer_position]
@@ -163,8 +163,8 @@ def _aligned(clean: Tensor, corrupted: Tensor, answer_position: Tensor, n: int) 
     return (key == common).nonzero()[:n, 0]
 
 
-def _first_symbol(task, prefix: str, letters: bool = True) -> str:
-    from ..tasks.common import symbol_names
+def _first_symbol_id(task, prefix: str, letters: bool = True) -> int:
+    from ..tasks.common import first_symbol_id
 
     count = task.params.alphabet if prefix == "s" else task.params.n_values
-    return symbol_names(count, prefix, letters)[0]
+    return first_symbol_id(task.vocab, count, prefix, letters)

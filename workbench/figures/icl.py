@@ -106,12 +106,12 @@ def accuracy_panels(table: pd.DataFrame, mark: int | None = None, title: str | N
 def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | None = None) -> go.Figure:
     """Two panels: error against the in-context examples (as error_vs_examples draws it), and the looped
     model's error at `mark` examples against the loops it is read at (median over seeds, min-max band),
-    beside the other models' median there; the dotted rule marks the loops it was trained with.
+    beside the other models' median there as flat lines; the dotted rule marks the loops it trained with.
 
     table: error_vs_examples' columns, plus rows of kind "loops" with a loops column."""
     curves = error_vs_examples(table[table.kind != "loops"], mark=mark)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
-        "error against the in-context examples", f"error at {mark} examples against the loops read"])
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, shared_yaxes=True,
+                        subplot_titles=["by examples", f"at {mark} examples, by loops"])
     for trace in curves.data:
         fig.add_trace(trace, row=1, col=1)
     fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=1)
@@ -125,21 +125,26 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
                                  legendgroup="looped", showlegend=False, line=dict(color=color(index)),
                                  marker=dict(size=4),
                                  hovertemplate="%{x} loops<br>error %{y:.4f}<extra>looped</extra>"), row=1, col=2)
-    at = table[(table.kind != "loops") & (table.examples == mark)]
-    for i, name in enumerate(names + list(dict.fromkeys(at[at.kind == "baseline"].model))):
-        if name == "looped":
-            continue
-        level = float(at[at.model == name].error.median())
-        style = dict(color=color(i), width=1.5) if name in names else dict(color="grey", dash="dash", width=1.5)
-        fig.add_hline(y=level, line=style, row=1, col=2, annotation_text=name, annotation_position="top left",
-                      annotation_font=dict(size=10, color=style["color"]))
+        at = table[(table.kind != "loops") & (table.examples == mark)]
+        span = [int(stats.loops.min()), int(stats.loops.max())]
+        for i, name in enumerate(names + list(dict.fromkeys(at[at.kind == "baseline"].model))):
+            if name == "looped":
+                continue
+            model = name in names
+            line = dict(color=color(i), width=1.5) if model else dict(color="grey", dash="dash", width=1.5)
+            level = float(at[at.model == name].error.median())
+            fig.add_trace(go.Scatter(x=span, y=[level, level], mode="lines", line=line, name=name, legendgroup=name,
+                                     showlegend=False, hovertemplate=f"{name}: %{{y:.4f}}<extra></extra>"),
+                          row=1, col=2)
+            fig.add_annotation(x=span[1], y=np.log10(level), xref="x2", yref="y2", text=name, showarrow=False,
+                               xanchor="right", yanchor="bottom", font=dict(size=10, color=line["color"]))
     fig.add_vline(x=trained, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=2)
     fig.update_xaxes(title_text="in-context examples", row=1, col=1)
     fig.update_xaxes(title_text="loops read (trained at the dotted line)", row=1, col=2)
     fig.update_yaxes(title_text="squared error / d", type="log", row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=2)
     if curves.layout.yaxis.range is not None:
-        fig.update_yaxes(range=curves.layout.yaxis.range, row=1, col=1)
+        fig.update_yaxes(range=curves.layout.yaxis.range)
     fig = paper_style(fig, width="double", height=360, title=title)
     fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))
     return fig

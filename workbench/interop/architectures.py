@@ -31,6 +31,8 @@ BY_POSITION = {pos: module for module in ATTENTION for pos in module.POSITIONS}
 # (field, value or None for any value) -> why no transformers architecture computes it
 REFUSALS = {
     ("model.layers", None): "per-layer mixers (hybrids) exist in no transformers architecture",
+    ("model.looped", True): "a looped model applies one block's weights again and again (and may re-read its "
+                            "input every loop); transformers' causal LMs hold their own weights per layer",
     ("model.mixer", None): "no transformers causal LM has this sequence mixer in the workbench's block",
     ("model.pos", "alibi"): "no transformers architecture computes this ALiBi block exactly: MPT has no biases and "
                             "a fixed 4x GELU MLP, Bloom normalizes the embeddings, Falcon divides the bias by "
@@ -60,6 +62,8 @@ REFUSALS = {
 def architecture_for(model_config):
     """The architecture module that computes this workbench model exactly, or a ConfigError saying why none does."""
     m = model_config
+    if m.looped:
+        raise refuse("model.looped", m.looped, REFUSALS[("model.looped", True)])
     mixers = set(m.layer_mixers())
     if len(mixers) > 1:
         raise refuse("model.layers", m.layers, REFUSALS[("model.layers", None)])

@@ -34,7 +34,7 @@ from torch import Tensor
 
 from ..errors import check
 from .base import BOS, EOS, Batch, Task, Vocab, register_task
-from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
+from .common import check_range, column, dirichlet_rows, draw_lengths, first_symbol_id, symbol_names
 
 
 OBJECTIVES = ("next", "masked")
@@ -175,7 +175,7 @@ class BigramBackcopy(Task):
 
     def first_symbol(self) -> int:
         """The id of the first ordinary symbol; the others and then the triggers follow it."""
-        return self.vocab[symbol_names(self.params.states, "s")[0]]
+        return first_symbol_id(self.vocab, self.params.states, "s")
 
     def is_trigger(self, tokens: Tensor) -> Tensor:
         """Where a token is a trigger, so the next symbol is a back-copy."""

@@ -20,6 +20,12 @@ def symbol_names(count: int, prefix: str, letters: bool = True) -> list[str]:
     return [f"{prefix}{i}" for i in range(count)]
 
 
+def first_symbol_id(vocab, count: int, prefix: str, letters: bool = True) -> int:
+    """The id of the first of symbol_names(count, prefix, letters): the symbols were added to the vocabulary
+    in order, so symbol i has this id + i."""
+    return vocab[symbol_names(count, prefix, letters)[0]]
+
+
 def check_range(prefix: str, low_name: str, low: int, high_name: str, high: int, floor: int = 1) -> None:
     check(low >= floor, f"{prefix}.{low_name}", low, f"expected >= {floor}")
     check(high >= low, f"{prefix}.{high_name}", high, f"expected >= {prefix}.{low_name} ({low})")

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..errors import check
 from .base import BOS, Batch, Task, Vocab, concat_padded, register_task, split_by_length
-from .common import check_range, column, dirichlet_rows, draw_lengths, symbol_names
+from .common import check_range, column, dirichlet_rows, draw_lengths, first_symbol_id, symbol_names
 
 MAX_CONTEXTS = 4096
 
@@ -83,7 +83,7 @@ class MarkovICL(Task):
                 continue
             probs = chains[rows, self.context_index(x, t)]
             x[:, t] = (probs.cumsum(-1) < uniform[:, t:t + 1]).sum(-1).clamp(max=S - 1)
-        first = self.vocab[symbol_names(S, "s")[0]]
+        first = first_symbol_id(self.vocab, S, "s")
         sequence = torch.cat([column(m, self.vocab[BOS]), x + first], 1)
         return Batch(sequence[:, :-1], sequence[:, 1:], torch.ones(m, L, dtype=torch.bool), None,
                      {"length": torch.full((m,), L)})
@@ -101,7 +101,7 @@ class MarkovICL(Task):
         (0 where the loss mask is off): log S for the first k symbols, then
         -log((count(c -> x_t) + beta) / (count(c) + S beta)) with counts from x_1 .. x_{t-1}."""
         S, k, beta = self.params.states, self.params.order, self.params.beta
-        first = self.vocab[symbol_names(S, "s")[0]]
+        first = first_symbol_id(self.vocab, S, "s")
         x = (batch.targets - first).clamp(min=0)
         B, T = x.shape
         counts = torch.zeros(B, S ** k, S, dtype=torch.float64)

@@ -13,7 +13,7 @@ import torch
 
 from ..errors import check
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, register_task
-from .common import column, symbol_names
+from .common import column, first_symbol_id, symbol_names
 
 MAX_TABLE = 1_000_000
 
@@ -66,8 +66,8 @@ class Memorize(Task):
                 seen.update(dict.fromkeys(d % space for d in draws))
             codes = list(seen)[: p.table_size]
         digits = [[(code // p.n_keys ** i) % p.n_keys for i in reversed(range(p.key_length))] for code in codes]
-        first_key = self.vocab[symbol_names(p.n_keys, "k")[0]]
-        first_value = self.vocab[symbol_names(p.n_values, "v", letters=False)[0]]
+        first_key = first_symbol_id(self.vocab, p.n_keys, "k")
+        first_value = first_symbol_id(self.vocab, p.n_values, "v", letters=False)
         keys = torch.tensor(digits, dtype=torch.long) + first_key
         values = torch.randint(0, p.n_values, (p.table_size, p.value_length), generator=generator) + first_value
         return keys, values

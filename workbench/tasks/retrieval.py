@@ -8,7 +8,7 @@ import torch
 
 from ..errors import ConfigError, check
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
-from .common import DIGITS, check_range, column, draw_lengths, symbol_names
+from .common import DIGITS, check_range, column, draw_lengths, first_symbol_id, symbol_names
 
 
 class RetrievalTask(Task):
@@ -105,8 +105,8 @@ class KeyValueTask(RetrievalTask):
 
     def key_value_pairs(self, L: int, m: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(m, L) distinct keys and (m, L) values, as token ids."""
-        first_key = self.vocab[symbol_names(self.params.n_keys, "k")[0]]
-        first_value = self.vocab[symbol_names(self.params.n_values, "v", letters=False)[0]]
+        first_key = first_symbol_id(self.vocab, self.params.n_keys, "k")
+        first_value = first_symbol_id(self.vocab, self.params.n_values, "v", letters=False)
         keys = torch.rand(m, self.params.n_keys, generator=generator).argsort(1)[:, :L] + first_key
         values = torch.randint(0, self.params.n_values, (m, L), generator=generator) + first_value
         return keys, values
@@ -187,7 +187,7 @@ class Mqar(KeyValueTask):
     def key_value_pairs(self, L: int, m: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
         keys, values = super().key_value_pairs(L, m, generator)
         if self.params.distinct_values:  # drawn after the keys, so the keys match the default's
-            first_value = self.vocab[symbol_names(self.params.n_values, "v", letters=False)[0]]
+            first_value = first_symbol_id(self.vocab, self.params.n_values, "v", letters=False)
             values = torch.rand(m, self.params.n_values, generator=generator).argsort(1)[:, :L] + first_value
         return keys, values
 
@@ -214,7 +214,7 @@ class Mqar(KeyValueTask):
         # narrow its choice to the values not yet asked (Zoology's inputs carry no answers).
         shown = sequence if self.params.show_answers else sequence.masked_fill(answer_mask, self.vocab["_"])
         if self.params.filler == "random":  # Zoology: every '_' becomes a random key or value symbol
-            first = self.vocab[symbol_names(self.params.n_keys, "k")[0]]
+            first = first_symbol_id(self.vocab, self.params.n_keys, "k")
             noise = torch.randint(0, self.params.n_keys + self.params.n_values, shown.shape, generator=generator) + first
             shown = torch.where(shown == self.vocab["_"], noise, shown)
         return Batch(shown[:, :-1], sequence[:, 1:], answer_mask[:, 1:], None,
@@ -256,7 +256,7 @@ class Induction(RetrievalTask):
         return length + 3
 
     def _fixed_length(self, L, m, generator) -> Batch:
-        first = self.vocab[symbol_names(self.params.alphabet, "s")[0]]
+        first = first_symbol_id(self.vocab, self.params.alphabet, "s")
         context = torch.randint(0, self.params.alphabet, (m, L), generator=generator) + first
         trigger = torch.randint(0, L - 1, (m, 1), generator=generator)
         context.scatter_(1, trigger, self.vocab["@"])

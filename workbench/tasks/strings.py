@@ -10,7 +10,8 @@ import torch
 
 from ..errors import ConfigError, check
 from .base import BOS, EOS, Batch, Task, Vocab, assemble, concat_padded, register_task, split_by_length
-from .common import check_range, column, draw_lengths, random_start, sorted_random_positions, symbol_names
+from .common import (check_range, column, draw_lengths, first_symbol_id, random_start, sorted_random_positions,
+                     symbol_names)
 
 
 @dataclass
@@ -41,7 +42,7 @@ class StringTask(Task):
         return self.params.min_length, self.params.max_length
 
     def random_string(self, m: int, L: int, generator) -> torch.Tensor:
-        first = self.vocab[symbol_names(self.params.alphabet, "s")[0]]
+        first = first_symbol_id(self.vocab, self.params.alphabet, "s")
         return torch.randint(first, first + self.params.alphabet, (m, L), generator=generator)
 
     def _sample(self, n, generator, length, train) -> Batch:
