@@ -70,20 +70,21 @@ def test_learners_against_their_definitions():
     assert (sparse_parity_vote(bits, labels, 2)[:, -5:] == labels[:, -5:]).all()
 
 
-def test_icl_looped_vs_stacked_fast_run_reads_the_looped_model_at_every_loop_count(data_dir):
+@pytest.mark.parametrize("name, looped", [("icl-looped-vs-stacked", "looped"), ("icl-looped-plain", "looped-plain")])
+def test_icl_looped_fast_runs_read_the_looped_model_at_every_loop_count(name, looped, data_dir):
     from workbench.experiments.icl.looped_gpt2 import TEST_LOOPS, matches_stacked
 
-    result = run_experiment("icl-looped-vs-stacked", fast=True, progress=False, workers=1)
+    result = run_experiment(name, fast=True, progress=False, workers=1)
     table, summary = result.table, result.summary
-    assert set(table[table.kind == "model"].model) == {"stacked", "looped"}
+    assert set(table[table.kind == "model"].model) == {"stacked", looped}
     assert set(table[table.kind == "loops"].loops) == set(TEST_LOOPS)
-    assert {model: set(seeds) for model, seeds in summary["error_by_loops"].items()} == {"looped": {"0", "1", "2"}}
+    assert {model: set(seeds) for model, seeds in summary["error_by_loops"].items()} == {looped: {"0", "1", "2"}}
     # one block against twelve: the share the claim's "under 10%" is about (embeddings and read-out included)
     assert summary["parameter_share"] < 0.10
     assert set(result.verdicts().values()) == {"not tested"}
     # a seed whose stacked model never fits the task (above 2x least squares) cannot tell
     judged = {**summary, "fast": False, "least_squares_at_2d": 0.1,
-              "error_at_2d": {"stacked": {"0": 0.5, "1": 0.15, "2": 0.15}, "looped": {"0": 0.1, "1": 0.16, "2": 0.3}}}
-    outcome = matches_stacked("looped")(judged)
+              "error_at_2d": {"stacked": {"0": 0.5, "1": 0.15, "2": 0.15}, looped: {"0": 0.1, "1": 0.16, "2": 0.3}}}
+    outcome = matches_stacked(looped)(judged)
     assert outcome.passed == {"0": None, "1": True, "2": False} and outcome.verdict == "inconclusive"
     result.figure()

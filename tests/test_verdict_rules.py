@@ -321,7 +321,8 @@ def _icl_looped(states):
         stacked[str(seed)] = 0.5 if state == "unclear" else 0.15
         by_loops[str(seed)] = {str(k): 0.16 if state != "fail" or k <= 12 else 0.16 + 0.01 * k for k in range(1, 25)}
     return {"fast": False, "least_squares_at_2d": 0.1, "loops_trained": 12, "parameter_share": 0.08,
-            "error_at_2d": {"looped": looped, "stacked": stacked}, "error_by_loops": {"looped": by_loops}}
+            "error_at_2d": {"looped": looped, "looped-plain": looped, "stacked": stacked},
+            "error_by_loops": {"looped": by_loops, "looped-plain": by_loops}}
 
 
 def summary_for(experiment, claim, states) -> dict:
@@ -349,7 +350,7 @@ def summary_for(experiment, claim, states) -> dict:
             "attention-temperature": _temperature,
             "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory,
             "icl-regression": _icl_regression, "icl-sparse-regression": _icl_sparse,
-            "icl-looped-vs-stacked": _icl_looped}[name](states)
+            "icl-looped-vs-stacked": _icl_looped, "icl-looped-plain": _icl_looped}[name](states)
 
 
 def _claims():

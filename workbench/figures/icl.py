@@ -117,18 +117,20 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
     fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=1)
     names = list(dict.fromkeys(table[table.kind == "model"].model))
     sweep = table[table.kind == "loops"]
-    stats = sweep.groupby("loops")["error"].agg(["median", "min", "max"]).reset_index()
-    index = names.index("looped") if "looped" in names else len(names)
-    if len(stats):
-        fig.add_trace(seed_band(stats.loops, stats["min"], stats["max"], index, "looped"), row=1, col=2)
-        fig.add_trace(go.Scatter(x=stats.loops, y=stats["median"], mode="lines+markers", name="looped",
-                                 legendgroup="looped", showlegend=False, line=dict(color=color(index)),
+    for looped, rows in sweep.groupby("model", sort=False):
+        stats = rows.groupby("loops")["error"].agg(["median", "min", "max"]).reset_index()
+        index = names.index(looped) if looped in names else len(names)
+        fig.add_trace(seed_band(stats.loops, stats["min"], stats["max"], index, looped), row=1, col=2)
+        fig.add_trace(go.Scatter(x=stats.loops, y=stats["median"], mode="lines+markers", name=looped,
+                                 legendgroup=looped, showlegend=False, line=dict(color=color(index)),
                                  marker=dict(size=4),
-                                 hovertemplate="%{x} loops<br>error %{y:.4f}<extra>looped</extra>"), row=1, col=2)
+                                 hovertemplate="%{x} loops<br>error %{y:.4f}<extra>" + looped + "</extra>"),
+                      row=1, col=2)
+    if len(sweep):
         at = table[(table.kind != "loops") & (table.examples == mark)]
-        span = [int(stats.loops.min()), int(stats.loops.max())]
+        span = [int(sweep.loops.min()), int(sweep.loops.max())]
         for i, name in enumerate(names + list(dict.fromkeys(at[at.kind == "baseline"].model))):
-            if name == "looped":
+            if name in set(sweep.model):
                 continue
             model = name in names
             line = dict(color=color(i), width=1.5) if model else dict(color="grey", dash="dash", width=1.5)

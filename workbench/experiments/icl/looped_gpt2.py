@@ -9,6 +9,9 @@ fan-in init) on its task (d = 5, label noise std 0.5, 11 examples), scored on th
 beside least squares. The looped model is trained at b = 12 loops with a window of T = 6 (the paper:
 b = 30, T = 15 at d = 20, ratio 2 as here), its loops grown from T to b in the first quarter of training
 (the paper's loop curriculum), and read at 1 to 2b loops.
+
+icl-looped-plain is our variant: the same block trained plainly (on its final read-out, at b loops from
+the start, without re-reading its input) against the same stacked runs, judged by the same two rules.
 """
 from __future__ import annotations
 
@@ -32,7 +35,10 @@ LOOPED = [*GPT2, "model.looped=true", "model.loop_injection=true", f"model.loop_
 # The stacked model's loss is flat from about step 2000 (pilot); the looped one, trained through a window
 # of loops, learns slower (pilot, seed 0, 3000 steps: 0.46 at 2d examples against the stacked 0.15, its
 # loss still falling), so it gets twice the steps to settle, as both models settle in the paper's 500k.
-STEPS = {"stacked": 3000, "looped": 6000}
+# icl-looped-plain's block: looped b times and trained on its final read-out at b loops from the start, without
+# re-reading its input (as icl-depth-and-looping loops); it learns as fast as the stacked model (pilot).
+PLAIN = [*GPT2, "model.looped=true"]
+STEPS = {"stacked": 3000, "looped": 6000, "looped-plain": 3000}
 TEST_LOOPS = tuple(range(1, 2 * LAYERS + 1))  # read from one pass at 2b loops
 EVAL_SEQUENCES = 4096
 # The bars, fixed before the runs. "As well as": the looped model's squared error / d at 2d examples is
@@ -43,9 +49,12 @@ COMPARABLE, FITS_LEAST_SQUARES, STAYS = 1.25, 2.0, 1.1
 PARAMETER_SHARE = 0.10  # "less than 10% of the parameter count"
 
 
-def variants(fast: bool) -> list[Variant]:
-    return [variant for model, overrides in (("stacked", GPT2), ("looped", LOOPED))
-            for variant in seeded_variants(TASK, {model: overrides}, STEPS[model], fast)]
+def against_stacked(name: str, overrides: list[str]):
+    """The variants of a recipe: the stacked model's runs (the same runs in both recipes) and the looped one's."""
+    def variants(fast: bool) -> list[Variant]:
+        return [variant for model, settings in (("stacked", GPT2), (name, overrides))
+                for variant in seeded_variants(TASK, {model: settings}, STEPS[model], fast)]
+    return variants
 
 
 def loops_rows(finished, fast: bool) -> list[dict]:
@@ -82,11 +91,13 @@ def analyze(finished, fast):
                        for seed, part in rows.groupby("seed")}
                 for name, rows in sweep.groupby("model", sort=False)}
     parameters = parameter_counts(finished)
-    share = round(parameters["looped"] / parameters["stacked"], 4)
+    looped = next(name for name in parameters if name != "stacked")
+    share = round(parameters[looped] / parameters["stacked"], 4)
     errors = model_errors(at)
     steps = {variant.labels["model"]: int(variant.config.train.steps) for variant, _ in finished}
-    summary = {"fast": fast, "steps": steps, "dim": DIM, "noise": NOISE,
-               "judged_at": JUDGED_AT, "loops_trained": LAYERS, "window": WINDOW, "curriculum": CURRICULUM,
+    trained = next(variant.config.model for variant, _ in finished if variant.labels["model"] == looped)
+    summary = {"fast": fast, "steps": steps, "dim": DIM, "noise": NOISE, "judged_at": JUDGED_AT,
+               "loops_trained": LAYERS, "window": trained.loop_loss_window, "curriculum": trained.loop_curriculum,
                "least_squares_at_2d": round(least_squares, 5), "error_at_2d": errors, "error_by_loops": by_loops,
                "parameters": parameters, "parameter_share": share}
     summary["headline"] = (f"squared error / d at {JUDGED_AT} examples (least squares {least_squares:.3f}): "
@@ -136,11 +147,34 @@ def figure(result: ExperimentResult):
     return looped_panels(result.table, mark=JUDGED_AT, trained=LAYERS)
 
 
+def _claims(model: str, what: str, method: str, ours: bool) -> list[Claim]:
+    """The two claims of a recipe, for its looped model."""
+    if not ours:
+        return [
+            Claim("looped-matches-stacked", "A looped Transformer (one GPT-2 block applied b times, re-reading its "
+                  "input, trained on its last T loops) fits in-context linear regression as well as a 12-layer "
+                  "Transformer with under 10% of its parameters", PAPERS, MATCH_QUOTE, method,
+                  MATCH_RULE.format(what=what), matches_stacked(model)),
+            Claim("stays-beyond-b", "Run for more loops than it was trained with, the looped model stays at the "
+                  "solution it settled on", PAPERS, STAY_QUOTE, method, STAY_RULE.format(what=what),
+                  stays_beyond_training_loops(model))]
+    return [
+        Claim("plain-matches-stacked", "One GPT-2 block looped b times and trained plainly (on its final read-out, "
+              "without re-reading its input) fits in-context linear regression as well as a 12-layer Transformer "
+              "with under 10% of its parameters (our variant)", PAPERS, "none: our variant", method,
+              MATCH_RULE.format(what=what), matches_stacked(model)),
+        Claim("plain-stays-beyond-b", "The plainly looped block stays at its solution when run for more loops than "
+              "it was trained with (our variant; the paper trains through a window of loops for this)", PAPERS,
+              "none: our variant", method, STAY_RULE.format(what=what), stays_beyond_training_loops(model))]
+
+
 PAPERS = ("2311.12424",)
 SCALE = (f"GPT-2 blocks of width 64 (4 heads) instead of 256 (8 heads); b = {LAYERS}, T = {WINDOW} instead of "
          f"b = 30, T = 15; loops grown from T to b by one every {CURRICULUM} steps (the paper: two every 500); "
          f"d = {DIM} instead of 20, label noise std {NOISE}, no curriculum over d or the examples; {STEPS['stacked']} "
          f"steps (the looped model {STEPS['looped']}) instead of 500k")
+PLAIN_METHOD = (f"the block trained on its final read-out at b = {LAYERS} loops from the start, without re-reading "
+                f"its input; {STEPS['looped-plain']} steps, as the stacked model's")
 MATCH_RULE = (f"per seed whose stacked model is within {FITS_LEAST_SQUARES:g}x least squares at 2d = {JUDGED_AT} "
               f"examples: the {{what}} squared error / d there <= {COMPARABLE:g}x the stacked one's, on the same "
               f"4096 fresh sequences, with under {PARAMETER_SHARE:.0%} of its parameters; then the shared rule over "
@@ -161,15 +195,18 @@ register_experiment(Experiment(
                 f"from {WINDOW}; {STEPS['looped']} steps), batch 64, lr 1e-3, seeds 0-2; squared error / d against "
                 f"the in-context examples beside least squares, and the looped model's error at {JUDGED_AT} examples "
                 f"read at 1-{2 * LAYERS} loops.",
-    variants=variants, analyze=analyze, figure=figure,
-    claims=[
-        Claim("looped-matches-stacked", "A looped Transformer (one GPT-2 block applied b times, re-reading its "
-              "input, trained on its last T loops) fits in-context linear regression as well as a 12-layer "
-              "Transformer with under 10% of its parameters", PAPERS, MATCH_QUOTE, SCALE,
-              MATCH_RULE.format(what="looped model's"), matches_stacked("looped")),
-        Claim("stays-beyond-b", "Run for more loops than it was trained with, the looped model stays at the "
-              "solution it settled on", PAPERS, STAY_QUOTE, SCALE, STAY_RULE.format(what="looped model's"),
-              stays_beyond_training_loops("looped"))],
+    variants=against_stacked("looped", LOOPED), analyze=analyze, figure=figure,
+    claims=_claims("looped", "looped model's", SCALE, ours=False),
     untested=[UntestedClaim("Looped transformers match standard ones on sparse linear regression, decision trees "
                             "and 2-layer ReLU networks too", PAPERS,
                             "tasks for decision trees and ReLU networks, and looped runs on sparse regression")]))
+
+register_experiment(Experiment(
+    name="icl-looped-plain",
+    description=f"icl-looped-vs-stacked's task and 12-layer GPT-2 ({STEPS['stacked']} steps; the same runs) against "
+                f"one such block looped {LAYERS} times and trained plainly: on its final read-out, at {LAYERS} loops "
+                f"from the start, without re-reading its input ({STEPS['looped-plain']} steps), seeds 0-2; squared "
+                f"error / d against the in-context examples beside least squares, and the looped block's error at "
+                f"{JUDGED_AT} examples read at 1-{2 * LAYERS} loops.",
+    variants=against_stacked("looped-plain", PLAIN), analyze=analyze, figure=figure,
+    claims=_claims("looped-plain", "plainly looped model's", PLAIN_METHOD, ours=True)))
