@@ -1,7 +1,9 @@
 """A decoder-only stack: embeddings, pre-norm blocks (mixer + MLP), final norm, unembedding.
 
 model.looped=true makes it a looped model: one block applied n_layers times with shared weights;
-`model.loops` can be set to another count after training (depth chosen at test time).
+`model.loops` can be set to another count after training (depth chosen at test time). With
+model.loop_injection every loop re-reads the input (Yang et al. 2023); `readouts` gives the read-out
+after each of the last few loops in one pass (their window loss trains on them).
 
 The norms are LayerNorms, or RMSNorms with model.norm=rmsnorm; model.mlp_ratio=0 leaves the MLP
 (and its norm) out, so a block is x + mixer(norm(x)) alone: with rmsnorm, Mamba's own block
