@@ -126,3 +126,16 @@ def test_a_curriculum_run_trains_at_growing_loops_and_finishes_at_all_of_them(da
     run = training.train(config, progress=False)
     assert seen == [2, 2, 3, 3, 4, 4]
     assert load_model(run)[0].loops == 4
+
+
+def test_a_looped_model_read_at_no_loops_reads_its_start():
+    from workbench.experiments.icl.looping import depth
+
+    injected, batch = _model_and_batch("model.loop_injection=true")
+    with depth(injected, loops=0):
+        assert torch.equal(injected(*batch.inputs()), torch.zeros_like(injected(*batch.inputs())))  # h starts at 0
+    plain, _ = _model_and_batch()
+    tokens, positions, vectors = batch.inputs()
+    embedded = plain.embedded(tokens, plain.mixer_context(tokens, positions), vectors)
+    with depth(plain, loops=0):
+        assert torch.allclose(plain(*batch.inputs()), plain.unembed(plain.norm_final(embedded)))

@@ -144,6 +144,8 @@ class SequenceModel(HookedModule):
         inject = self.config.loop_injection
         x = torch.zeros_like(embedded) if inject else embedded
         blocks, outputs = self.applied_blocks(), []
+        if len(blocks) < last:  # more read-outs than blocks (e.g. a looped model read at 0 loops): the start's too
+            outputs.append(self.unembed(x if inject else self.norm_final(x)))
         for i, block in enumerate(blocks):
             read = i >= len(blocks) - last
             with torch.set_grad_enabled(torch.is_grad_enabled() and (read or not truncate)):
