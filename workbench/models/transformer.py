@@ -143,9 +143,13 @@ class SequenceModel(HookedModule):
         embedded = self.embedded(tokens, context, vectors)
         inject = self.config.loop_injection
         x = torch.zeros_like(embedded) if inject else embedded
+
+        def read_out(state: Tensor) -> Tensor:  # an injected loop's state is already normed
+            return self.unembed(state if inject else self.norm_final(state))
+
         blocks, outputs = self.applied_blocks(), []
         if len(blocks) < last:  # more read-outs than blocks (e.g. a looped model read at 0 loops): the start's too
-            outputs.append(self.unembed(x if inject else self.norm_final(x)))
+            outputs.append(read_out(x))
         for i, block in enumerate(blocks):
             read = i >= len(blocks) - last
             with torch.set_grad_enabled(torch.is_grad_enabled() and (read or not truncate)):
@@ -153,7 +157,7 @@ class SequenceModel(HookedModule):
                 if inject:
                     x = self.norm_final(x)
             if read:
-                outputs.append(self.unembed(x if inject else self.norm_final(x)))
+                outputs.append(read_out(x))
         return outputs
 
     def training_readouts(self, *inputs: Tensor) -> list[Tensor]:

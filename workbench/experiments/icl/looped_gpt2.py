@@ -23,7 +23,7 @@ from ...icl.curves import readout_curves
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome, UntestedClaim, by_seeds, not_tested
 from .looping import depth
-from .regression import DIM, EXAMPLES, JUDGED_AT, NOISE, TASK, TRAIN, curves_table, model_errors, seeded_variants
+from .regression import DIM, EXAMPLES, JUDGED_AT, NOISE, TASK, curves_table, model_errors, seeded_variants
 
 LAYERS, WINDOW = 12, 6  # the paper's GPT-2 depth; its window is half its loops (T = 15 of b = 30)
 # 32 learned positions hold the 22 tokens: the default 1024 rows would be a quarter of the looped model
@@ -32,12 +32,12 @@ GPT2 = ["model.mixer=attention", "model.pos=learned", "model.max_positions=32", 
 CURRICULUM = 250  # steps per added loop, from T to b (the paper: 2 loops every 500 steps, from T to b)
 LOOPED = [*GPT2, "model.looped=true", "model.loop_injection=true", f"model.loop_loss_window={WINDOW}",
           f"model.loop_curriculum={CURRICULUM}"]
-# The stacked model's loss is flat from about step 2000 (pilot); the looped one, trained through a window
-# of loops, learns slower (pilot, seed 0, 3000 steps: 0.46 at 2d examples against the stacked 0.15, its
-# loss still falling), so it gets twice the steps to settle, as both models settle in the paper's 500k.
 # icl-looped-plain's block: looped b times and trained on its final read-out at b loops from the start, without
 # re-reading its input (as icl-depth-and-looping loops); it learns as fast as the stacked model (pilot).
 PLAIN = [*GPT2, "model.looped=true"]
+# The stacked model's loss is flat from about step 2000 (pilot); the looped one, trained through a window
+# of loops, learns slower (pilot, seed 0, 3000 steps: 0.46 at 2d examples against the stacked 0.15, its
+# loss still falling), so it gets twice the steps to settle, as both models settle in the paper's 500k.
 STEPS = {"stacked": 3000, "looped": 6000, "looped-plain": 3000}
 TEST_LOOPS = tuple(range(1, 2 * LAYERS + 1))  # read from one pass at 2b loops
 EVAL_SEQUENCES = 4096
@@ -63,8 +63,7 @@ def loops_rows(finished, fast: bool) -> list[dict]:
     loops returns)."""
     rows, batch = [], None
     for variant, run in finished:
-        name = variant.labels["model"]
-        if not name.startswith("looped"):
+        if not variant.config.model.looped:
             continue
         model, task = load_model(run)
         if batch is None:
@@ -72,13 +71,14 @@ def loops_rows(finished, fast: bool) -> list[dict]:
                                 train=False)
         with depth(model, loops=max(TEST_LOOPS)):
             curves = readout_curves(model, task, batch, last=max(TEST_LOOPS))
-        rows += [{"model": name, "kind": "loops", "seed": variant.labels["seed"], "loops": loops,
+        rows += [{"model": variant.labels["model"], "kind": "loops", "seed": variant.labels["seed"], "loops": loops,
                   "examples": JUDGED_AT, "error": float(curves[loops - 1, JUDGED_AT])} for loops in TEST_LOOPS]
     return rows
 
 
 def parameter_counts(finished) -> dict[str, int]:
-    return {variant.labels["model"]: load_model(run)[0].n_parameters() for variant, run in finished}
+    """Each model's parameters, as its training recorded them (no model is loaded for this)."""
+    return {variant.labels["model"]: int(run.status()["n_parameters"]) for variant, run in finished}
 
 
 def analyze(finished, fast):
