@@ -141,13 +141,14 @@ def test_averaging_on_a_hand_case():
 def test_squared_error_curve_on_a_hand_case():
     predictions = torch.tensor([[0.0, 1.0], [2.0, 1.0]])
     ys = torch.tensor([[1.0, 1.0], [0.0, 4.0]])
-    assert torch.allclose(squared_error_curve(predictions, ys, dim=2), torch.tensor([(1 + 4) / 4, 9 / 4]))
+    assert torch.allclose(squared_error_curve(predictions, ys, scale=2), torch.tensor([(1 + 4) / 4, 9 / 4]))
 
 
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_every_baseline_is_causal_with_shapes_and_dtypes(name):
     assert set(BASELINES) == {"least squares", "ridge", "gradient descent", "preconditioned GD",
-                              "3-nearest neighbours", "averaging", "lasso"}
+                              "3-nearest neighbours", "averaging", "lasso", "2-layer network (Adam)",
+                              "greedy tree (depth 4)"}
     xs, ys = linear_data(3, 9, 4, noise=0.1)
     preds = BASELINES[name](xs.float(), ys.float())
     assert preds.shape == (3, 9) and preds.dtype == torch.float32
@@ -205,7 +206,7 @@ xs_ok, ys_ok = linear_data(2, 4, 3)
     (lambda: nearest_neighbours(xs_ok, ys_ok, 0), "k_neighbours"),
     (lambda: squared_error_curve(ys_ok, ys_ok[:1], 3), "ys"),
     (lambda: squared_error_curve(ys_ok[0], ys_ok[0], 3), "predictions"),
-    (lambda: squared_error_curve(ys_ok, ys_ok, 0), "dim"),
+    (lambda: squared_error_curve(ys_ok, ys_ok, 0), "scale"),
 ])
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(ConfigError) as caught:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.icl.baselines import BASELINES
+from workbench.icl.baselines import LINEAR_BASELINES
 from workbench.selection import SELECTED_RUNS
 
 from icl_runs import train_runs
@@ -51,7 +51,7 @@ def test_a_regression_run_is_drawn_beside_the_checked_baselines(runs, in_store):
     labels = app.selectbox(key="icl_run").options
     assert len(labels) == 3 and not any(runs["addition"] in label for label in labels)  # ICL runs only
     spec = curve(app)
-    assert "in-context examples" in spec and all(name in spec for name in BASELINES)
+    assert "in-context examples" in spec and all(name in spec for name in LINEAR_BASELINES)
     app.checkbox(key=f"icl_baseline_{runs['regression']}_averaging").uncheck().run()
     assert not app.exception and "averaging" not in curve(app) and "least squares" in curve(app)
     assert len(app.get("download_button")) == 3

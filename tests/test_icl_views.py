@@ -12,7 +12,7 @@ import pytest
 from workbench.cli import main
 from workbench.errors import ConfigError
 from workbench.icl import views
-from workbench.icl.baselines import BASELINES
+from workbench.icl.baselines import LINEAR_BASELINES
 
 from icl_runs import train_runs
 
@@ -38,7 +38,7 @@ def runs(tiny_runs, monkeypatch, tmp_path) -> dict[str, str]:
 def test_a_regression_run_beside_every_baseline_on_the_same_sequences(runs):
     table = views.run_error_table(runs["regression"], n=32)
     assert list(table.columns) == ["model", "kind", "seed", "examples", "error"]
-    assert set(table[table.kind == "baseline"].model) == set(BASELINES)
+    assert set(table[table.kind == "baseline"].model) == set(LINEAR_BASELINES)
     model = table[table.kind == "model"]
     assert set(model.model) == {"attention"} and list(model.examples) == [0, 1, 2, 3, 4] and (model.error >= 0).all()
     assert views.error_at(table, "least squares", 4) < 1e-6  # d = 2 examples determine w without noise
@@ -51,7 +51,7 @@ def test_baselines_and_examples_are_chosen_and_unknown_ones_refused(runs):
     assert set(table.model) == {"attention", "least squares"} and table.examples.max() == 2
     with pytest.raises(ConfigError, match="baselines: invalid value 'newton'; choose one of: least squares"):
         views.run_error_table(runs["regression"], n=8, baselines=["newton"])
-    assert views.baseline_names(runs["regression"]) == list(BASELINES)
+    assert views.baseline_names(runs["regression"]) == list(LINEAR_BASELINES)
 
 
 def test_a_boolean_run_gives_an_accuracy_table_with_the_task_learners(runs):

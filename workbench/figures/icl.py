@@ -150,3 +150,27 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
     fig = paper_style(fig, width="double", height=360, title=title)
     fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))
     return fig
+
+
+def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None) -> go.Figure:
+    """One panel per function class (column `function`), each drawn as error_vs_examples draws one table:
+    the trained models (median over seeds, min-max band) and grey lines for that class's baselines, each
+    panel on its own log axis (the classes' errors are on different scales); each name in the legend once."""
+    functions = list(dict.fromkeys(table.function))
+    fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08, subplot_titles=functions)
+    shown = set()
+    for col, function in enumerate(functions, start=1):
+        panel = error_vs_examples(table[table.function == function], mark=mark)
+        for trace in panel.data:
+            if trace.name is not None and trace.showlegend is not False:
+                trace.showlegend = trace.name not in shown
+                shown.add(trace.name)
+            fig.add_trace(trace, row=1, col=col)
+        if mark is not None:
+            fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=col)
+        fig.update_xaxes(title_text="in-context examples", row=1, col=col)
+        fig.update_yaxes(type="log", range=panel.layout.yaxis.range, row=1, col=col)
+    fig.update_yaxes(title_text="squared error / E[y²]", row=1, col=1)
+    fig = paper_style(fig, width="double", height=360, title=title)
+    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))  # room for the panel titles
+    return fig

@@ -21,6 +21,8 @@ import torch
 from torch import Tensor
 
 from ..errors import check
+from .checks import context as _context, count as _count, positive as _positive
+from .fitted import GREEDY_TREE_DEPTH, greedy_tree, two_layer_network
 
 # Defaults of the BASELINES entries. With w ~ N(0, I) and label noise N(0, sigma^2), ridge with
 # alpha = sigma^2 is the Bayes posterior mean; 0.1 suits mild noise (std ~0.3) and, on noiseless data,
@@ -35,32 +37,6 @@ NEIGHBOURS = 3
 # these small problems (d <= 20) well within the steps.
 LASSO_ALPHA = 0.01
 LASSO_STEPS = 500
-
-
-def _context(xs: Tensor, ys: Tensor) -> tuple[Tensor, Tensor, torch.dtype]:
-    """Check xs (B, k, d) and ys (B, k); return both in float64 and the dtype to answer in."""
-    check(isinstance(xs, Tensor) and xs.dim() == 3 and min(xs.shape) >= 1, "xs",
-          tuple(xs.shape) if isinstance(xs, Tensor) else type(xs).__name__, "a non-empty (B, k, d) tensor")
-    check(isinstance(ys, Tensor) and tuple(ys.shape) == tuple(xs.shape[:2]), "ys",
-          tuple(ys.shape) if isinstance(ys, Tensor) else type(ys).__name__,
-          f"a (B, k) tensor matching xs: {tuple(xs.shape[:2])}")
-    check(bool(torch.isfinite(xs).all()), "xs", "non-finite entries", "finite numbers")
-    check(bool(torch.isfinite(ys).all()), "ys", "non-finite entries", "finite numbers")
-    floating = [t.dtype for t in (xs, ys) if t.is_floating_point()]
-    dtype = torch.promote_types(*floating) if len(floating) == 2 else (floating or [torch.float32])[0]
-    return xs.to(torch.float64), ys.to(torch.float64), dtype
-
-
-def _count(value, field: str, minimum: int) -> int:
-    check(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, field, value,
-          f"an integer >= {minimum}")
-    return value
-
-
-def _positive(value, field: str) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    check(ok, field, value, "a finite number > 0")
-    return float(value)
 
 
 def least_squares(xs: Tensor, ys: Tensor) -> Tensor:
@@ -197,18 +173,18 @@ def averaging(xs: Tensor, ys: Tensor) -> Tensor:
     return ((before / counts[:, None]) * xs).sum(-1).to(dtype)
 
 
-def squared_error_curve(predictions: Tensor, ys: Tensor, dim: int) -> Tensor:
-    """(k,): mean over the batch of (prediction - y)^2 / dim at each position. Garg divides by d, so
-    predicting 0 for y = w.x with w, x ~ N(0, I_d) scores 1 at every dimension."""
+def squared_error_curve(predictions: Tensor, ys: Tensor, scale: float) -> Tensor:
+    """(k,): mean over the batch of (prediction - y)^2 / scale at each position. Garg divides by E[y^2]: d
+    for y = w.x with w, x ~ N(0, I_d), so predicting 0 scores 1 at every dimension; 1 for trees."""
     check(isinstance(predictions, Tensor) and predictions.dim() == 2, "predictions",
           tuple(predictions.shape) if isinstance(predictions, Tensor) else type(predictions).__name__,
           "a (B, k) tensor")
     check(isinstance(ys, Tensor) and ys.shape == predictions.shape, "ys",
           tuple(ys.shape) if isinstance(ys, Tensor) else type(ys).__name__,
           f"a tensor shaped like predictions: {tuple(predictions.shape)}")
-    dim = _count(dim, "dim", 1)
+    scale = _positive(scale, "scale")
     dtype = predictions.dtype if predictions.is_floating_point() else torch.float32
-    return ((predictions.to(torch.float64) - ys.to(torch.float64)) ** 2).mean(0).div(dim).to(dtype)
+    return ((predictions.to(torch.float64) - ys.to(torch.float64)) ** 2).mean(0).div(scale).to(dtype)
 
 
 def whitening(xs: Tensor) -> Tensor:
@@ -234,7 +210,7 @@ def whitened_gradient_descent(xs: Tensor, ys: Tensor, steps: int = GD_STEPS) -> 
 
 # Every baseline as callable(xs, ys) -> (B, k) predictions with the defaults above, for drawing beside a
 # model's curve (squared_error_curve of each).
-BASELINES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+LINEAR_BASELINES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "least squares": least_squares,
     "ridge": lambda xs, ys: ridge(xs, ys, RIDGE_ALPHA),
     "gradient descent": lambda xs, ys: gradient_descent(xs, ys, GD_STEPS),
@@ -243,3 +219,18 @@ BASELINES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "averaging": averaging,
     "lasso": lambda xs, ys: lasso(xs, ys, LASSO_ALPHA, LASSO_STEPS),
 }
+BASELINES = {**LINEAR_BASELINES, "2-layer network (Adam)": two_layer_network,
+             f"greedy tree (depth {GREEDY_TREE_DEPTH})": greedy_tree}
+# Garg et al.'s baselines for each richer class: least squares, nearest neighbours, averaging and the
+# class's own learner (their XGBoost for trees is not here: it would be a dependency for one baseline).
+TASK_BASELINES = {
+    "icl_relu_network": ["least squares", f"{NEIGHBOURS}-nearest neighbours", "averaging", "2-layer network (Adam)"],
+    "icl_decision_tree": ["least squares", f"{NEIGHBOURS}-nearest neighbours", "averaging",
+                          f"greedy tree (depth {GREEDY_TREE_DEPTH})"],
+}
+
+
+def baselines_for(task_name: str) -> list[str]:
+    """The baselines a task's curve is drawn beside by default: the linear estimators, or the paper's set
+    for a richer function class."""
+    return TASK_BASELINES.get(task_name, list(LINEAR_BASELINES))

@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from ..evaluate import eval_mode
-from .baselines import BASELINES, squared_error_curve
+from .baselines import BASELINES, baselines_for, squared_error_curve
 
 CHUNK = 512
 
@@ -49,10 +49,11 @@ def _errors(task, predictions, part) -> torch.Tensor:
 
 
 def baseline_curves(task, batch, names: list[str] | None = None) -> dict[str, torch.Tensor]:
-    """{name: (k,) mean squared error / d} of the closed-form estimators on `batch`'s examples."""
+    """{name: (k,) mean squared error / the task's error scale (d for linear functions)} of the in-context
+    estimators on `batch`'s examples (default: the task's own set, icl.baselines.baselines_for)."""
     xs, ys = task.examples(batch)
-    chosen = names if names is not None else list(BASELINES)
-    return {name: squared_error_curve(BASELINES[name](xs, ys), ys, task.params.dim) for name in chosen}
+    chosen = names if names is not None else baselines_for(task.name)
+    return {name: squared_error_curve(BASELINES[name](xs, ys), ys, task.error_scale) for name in chosen}
 
 
 def curve_rows(curve: torch.Tensor, **labels) -> list[dict]:

@@ -10,10 +10,10 @@ import pandas as pd
 import torch
 
 from ..errors import ConfigError, check
-from .baselines import BASELINES, gradient_descent, least_squares, averaging
+from .baselines import BASELINES, baselines_for, gradient_descent, least_squares, averaging
 from .curves import accuracy_rows, baseline_frame, curve_rows, learner_accuracy, model_curve
 
-REGRESSION_TASKS = ("icl_linear_regression", "icl_sparse_regression")
+REGRESSION_TASKS = ("icl_linear_regression", "icl_sparse_regression", "icl_relu_network", "icl_decision_tree")
 BOOLEAN_TASKS = ("icl_boolean",)
 ICL_TASKS = REGRESSION_TASKS + BOOLEAN_TASKS
 SEQUENCES = 256  # fresh sequences a curve is averaged over (the page and the export)
@@ -93,8 +93,8 @@ def run_error_table(run_id_or_run, n: int = SEQUENCES, examples: int | None = No
     """A tidy table of the run against the number of in-context examples, on n fresh sequences.
 
     Regression tasks: columns model, kind ("model"/"baseline"), seed, examples, error (squared error
-    / d), the run's row beside each closed-form baseline (`baselines`: names from icl.baselines.BASELINES,
-    default all), as figures.icl.error_vs_examples reads. Boolean tasks: columns function, model, kind,
+    / d, / 1 for trees), the run's row beside each baseline (`baselines`: names from icl.baselines.BASELINES,
+    default the task's own set), as figures.icl.error_vs_examples reads. Boolean tasks: columns function, model, kind,
     seed, examples, accuracy, the run beside the task's learners (icl.boolean.learners; `baselines`
     picks among them), as figures.icl.accuracy_panels reads."""
     run, model, task = load(run_id_or_run, loops)
@@ -137,7 +137,7 @@ def baseline_names(run_id_or_run) -> list[str]:
 
         params = run.config().task.params
         return list(learners(params.get("function", "conjunction"), int(params.get("relevant", 2))))
-    return list(BASELINES)
+    return baselines_for(name)
 
 
 def curve_figure(table: pd.DataFrame, title: str | None = None):

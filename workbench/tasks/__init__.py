@@ -2,7 +2,7 @@
 from .base import TASKS, Batch, Task, Vocab, register_task  # noqa: F401
 from . import addition, copy  # noqa: F401  (registration)
 from . import markov, memorize, multi_operand, multiplication, parity, retrieval, strings  # noqa: F401,E402
-from . import backcopy, icl_boolean, icl_regression  # noqa: F401,E402
+from . import backcopy, icl_boolean, icl_functions, icl_regression  # noqa: F401,E402
 from . import imported  # noqa: F401,E402  (models brought in by `workbench import-model`)
 
 

@@ -47,7 +47,7 @@ class RegressionParams:
                                                           "final token (x, 0) is the only query"})
     fixed_covariance: bool = field(default=False, metadata={"help": "one input covariance for every sequence: "
                                                                     "condition number kappa, a fixed rotation"})
-    tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d below which a sample counts as solved"})
+    tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d (the error scale) below which a sample counts as solved"})
 
 
 @register_task
@@ -119,21 +119,36 @@ class ICLLinearRegression(InContextTask):
         root = self.fixed_covariance_root()
         return root @ root.T
 
+    # --- the function class: subclasses (icl_functions) draw and evaluate other functions ------
+    @property
+    def error_scale(self) -> float:
+        """E[y^2] under the prior (without noise): squared errors are divided by it, so predicting 0
+        scores about 1. For y = w.x with w, x ~ N(0, I_d) it is d, Garg's normalization."""
+        return float(self.params.dim)
+
+    def draw_function(self, m: int, generator) -> dict[str, Tensor]:
+        """Each sequence's function, as the tensors that define it (kept in the batch's meta)."""
+        return {"weights": self.draw_weights(m, generator)}
+
+    def evaluate(self, function: dict[str, Tensor], xs: Tensor) -> Tensor:
+        """(m, k) the noiseless y of each x (m, k, d) under each sequence's function."""
+        return (xs @ function["weights"].unsqueeze(-1)).squeeze(-1)
+
     def _fixed_length(self, k: int, m: int, generator) -> Batch:
-        w = self.draw_weights(m, generator)
+        function = self.draw_function(m, generator)
         xs, covariance = self.draw_inputs(m, k, generator)
-        ys = (xs @ w.unsqueeze(-1)).squeeze(-1) + self.params.noise * torch.randn(m, k, generator=generator)
+        ys = self.evaluate(function, xs) + self.params.noise * torch.randn(m, k, generator=generator)
+        meta = {"length": torch.full((m,), k), **function, "covariance": covariance}
         if self.params.pairs:
-            return self._pairs(xs, ys, w, covariance)
+            return self._pairs(xs, ys, meta)
         T = 2 * k - 1
         tokens = torch.full((m, 2 * k), self.vocab["y"])
         tokens[:, 0::2] = self.vocab["x"]
         values = torch.zeros(m, T)
         values[:, 0::2] = ys
-        meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
         return Batch(tokens[:, :T], tokens[:, 1:], query_mask(m, k), None, meta, slot_vectors(xs, ys), values)
 
-    def _pairs(self, xs: Tensor, ys: Tensor, w: Tensor, covariance: Tensor) -> Batch:
+    def _pairs(self, xs: Tensor, ys: Tensor, meta: dict[str, Tensor]) -> Batch:
         """k tokens: (x_j, y_j) for the k - 1 examples (token `y`), then the query (x_k, 0) (token `x`)."""
         m, k, d = xs.shape
         vectors = torch.cat([xs, ys.unsqueeze(-1)], dim=-1)
@@ -144,7 +159,6 @@ class ICLLinearRegression(InContextTask):
         loss_mask[:, -1] = True
         values = torch.zeros(m, k)
         values[:, -1] = ys[:, -1]
-        meta = {"length": torch.full((m,), k), "weights": w, "covariance": covariance}
         return Batch(tokens[:, :k], tokens[:, 1:], loss_mask, None, meta, vectors, values)
 
     # --- reading a batch back -----------------------------------------------------------------
@@ -162,11 +176,11 @@ class ICLLinearRegression(InContextTask):
         return logits[..., 0]
 
     def squared_errors(self, predictions: Tensor, batch: Batch) -> Tensor:
-        """(B, k) squared error / d at each query: position i has seen i examples. Under `pairs`,
-        (B, 1): the one query's, which has seen k - 1 examples."""
+        """(B, k) squared error / error_scale (d for linear functions) at each query: position i has seen
+        i examples. Under `pairs`, (B, 1): the one query's, which has seen k - 1 examples."""
         if self.params.pairs:
-            return (predictions[:, -1:] - batch.values[:, -1:]) ** 2 / self.params.dim
-        return (predictions[:, 0::2] - batch.values[:, 0::2]) ** 2 / self.params.dim
+            return (predictions[:, -1:] - batch.values[:, -1:]) ** 2 / self.error_scale
+        return (predictions[:, 0::2] - batch.values[:, 0::2]) ** 2 / self.error_scale
 
     def score(self, predictions: Tensor, batch: Batch) -> Tensor:
         errors = self.squared_errors(predictions, batch)
