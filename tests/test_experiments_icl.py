@@ -1,4 +1,4 @@
-"""icl-regression, icl-sparse-regression and icl-boolean end to end on the fast budget, and the Boolean
+"""icl-regression, icl-sparse-regression, icl-function-classes and icl-boolean end to end on the fast budget, and the Boolean
 learners."""
 from __future__ import annotations
 
@@ -41,6 +41,39 @@ def test_icl_sparse_regression_fast_run_has_lasso_ahead_of_least_squares_where_i
                "error_at_judged": {"attention": {"0": 0.0, "1": 0.0, "2": 1.0}}}
     outcome = compared_with("attention", "lasso", 2.0)(summary)
     assert outcome.passed == {"0": None, "1": True, "2": False} and outcome.verdict == "inconclusive"
+
+
+def test_icl_function_classes_fast_run_sets_each_class_beside_its_own_learner(data_dir):
+    result = run_experiment("icl-function-classes", fast=True, progress=False, workers=1)
+    table = result.table
+    assert set(table.function) == {"relu network", "decision tree"}
+    for function, learner in [("relu network", "2-layer network (Adam)"), ("decision tree", "greedy tree (depth 4)")]:
+        part = table[table.function == function]
+        assert set(part[part.kind == "model"].seed) == {0, 1, 2}
+        assert set(part[part.kind == "baseline"].model) == {"least squares", "3-nearest neighbours", "averaging", learner}
+    # the network learner fits a network far better than a linear fit does (predicting 0 scores ~1)
+    at = result.summary["baselines_at_judged"]["relu network"]
+    assert at["2-layer network (Adam)"] < 0.5 * at["least squares"]
+    assert sorted(table.examples.unique()) == list(range(21))
+    assert set(result.verdicts().values()) == {"not tested"}
+    assert len(result.figure().data) > 0
+
+
+def test_icl_regression_shifts_reads_icl_regressions_runs_under_every_shift(data_dir):
+    from workbench.experiments import get_experiment
+    from workbench.icl.shifts import SHIFTS
+
+    regression = [v.config.run_id() for v in get_experiment("icl-regression").variants(True)
+                  if v.labels["model"] == "attention"]
+    assert [v.config.run_id() for v in get_experiment("icl-regression-shifts").variants(True)] == regression
+    result = run_experiment("icl-regression-shifts", fast=True, progress=False, workers=1)
+    table = result.table
+    assert list(dict.fromkeys(table["shift"])) == list(SHIFTS)
+    for shift, part in table.groupby("shift"):
+        assert set(part[part.kind == "model"].seed) == {0, 1, 2}
+        assert set(part[part.kind == "baseline"].model) == {"least squares"}
+    assert set(result.verdicts().values()) == {"not tested"}
+    assert len(result.figure().layout.annotations) >= len(SHIFTS)  # a titled panel per shift
 
 
 def test_icl_boolean_fast_run_scores_models_and_learners(data_dir):

@@ -130,3 +130,22 @@ def test_each_class_is_drawn_beside_its_own_learners():
     assert "2-layer network (Adam)" not in baselines_for("icl_linear_regression")
     task, batch = sample("icl_decision_tree", n=16)
     assert set(baseline_curves(task, batch)) == set(baselines_for("icl_decision_tree"))
+
+
+def test_a_finished_tree_run_is_drawn_beside_the_tree_learners_on_its_own_scale(tmp_path, monkeypatch):
+    from icl_runs import TINY
+
+    from workbench.config import RunConfig
+    from workbench.icl import views
+    from workbench.train import train
+
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
+    run = train(RunConfig.load(None, ["task.name=icl_decision_tree", "task.dim=2", "task.depth=2", "task.min_examples=6",
+                                      "task.max_examples=6", *TINY]), progress=False, root=tmp_path)
+    table = views.run_error_table(run.run_id, n=16)
+    assert set(table[table.kind == "baseline"].model) == set(baselines_for("icl_decision_tree"))
+    assert views.baseline_names(run.run_id) == baselines_for("icl_decision_tree")
+    figure = views.run_curve_figure(run.run_id, n=16)
+    assert figure.layout.yaxis.title.text == "squared error"  # not "/ d": the leaves' variance is 1
+    assert "Squared error of each query" in views.error_caption("icl_decision_tree")
+    assert "/ d" in views.error_caption("icl_relu_network")

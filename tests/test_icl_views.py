@@ -69,7 +69,7 @@ def test_a_run_of_another_task_is_refused_with_the_allowed_tasks(runs):
     message = str(error.value)
     assert error.value.field == "task" and "'addition'" in message
     assert all(name in message for name in views.ICL_TASKS)
-    with pytest.raises(ConfigError, match="gradient descent is compared on regression runs"):
+    with pytest.raises(ConfigError, match="gradient descent on w is compared on linear regression runs"):
         views.agreement_with_gd(runs["boolean"], n=8)
 
 

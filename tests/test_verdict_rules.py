@@ -250,6 +250,25 @@ def _icl_sparse(states):
             "error_ratio_at_2d": {"attention": {str(seed): 0.05 for seed in range(len(states))}}}
 
 
+def _icl_function_classes(states):
+    """Each class's learner at 0.2 at the judged count; the Transformer at 0.22 there ('pass': within 1.25x)
+    or 0.4 ('fail')."""
+    errors = {str(seed): 0.22 if state == "pass" else 0.4 for seed, state in enumerate(states)}
+    learner = {"relu network": "2-layer network (Adam)", "decision tree": "greedy tree (depth 4)"}
+    return {"fast": False, "learner": learner,
+            "baselines_at_judged": {function: {name: 0.2} for function, name in learner.items()},
+            "error_at_judged": {function: dict(errors) for function in learner}}
+
+
+def _icl_shifts(states):
+    """Least squares 0.1 at 2d examples under every shift; the Transformer 0.15 there ('pass') or 0.5."""
+    from workbench.icl.shifts import SHIFTS
+
+    errors = {str(seed): 0.15 if state == "pass" else 0.5 for seed, state in enumerate(states)}
+    return {"fast": False, "least_squares_at_2d": {shift: 0.1 for shift in SHIFTS},
+            "error_at_2d": {shift: dict(errors) for shift in SHIFTS}}
+
+
 def _icl_boolean(states, claim):
     """The optimal learners at 98% and 100%; a near-optimal claim's model at 97% ('pass') or 80%, a
     fails claim's at 50% ('pass') or 90%."""
@@ -350,6 +369,7 @@ def summary_for(experiment, claim, states) -> dict:
             "attention-temperature": _temperature,
             "hybrids": _hybrids, "streaming-entropy-memory": _streaming_memory,
             "icl-regression": _icl_regression, "icl-sparse-regression": _icl_sparse,
+            "icl-function-classes": _icl_function_classes, "icl-regression-shifts": _icl_shifts,
             "icl-looped-vs-stacked": _icl_looped, "icl-looped-plain": _icl_looped}[name](states)
 
 

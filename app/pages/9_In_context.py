@@ -1,5 +1,5 @@
 """In-context learning: a finished run of an in-context function task (linear or sparse regression,
-Boolean functions) against the number of in-context examples, beside the closed-form baselines (or
+random ReLU networks or decision trees, Boolean functions) against the number of in-context examples, beside the closed-form baselines (or
 the Boolean learners) on the same fresh sequences; a looped model at another number of loops. The
 same calls as `workbench export RUN --figure icl-curve` and notebook 09 (workbench.icl.views)."""
 import streamlit as st
@@ -49,11 +49,10 @@ with controls:
 with figure, support.errors_shown():
     with st.spinner("evaluating the model and the baselines..."):
         curves = error_table(run.run_id, n, tuple(chosen), loops)
-    support.figure_view(views.curve_figure(curves), "icl_curve",
+    support.figure_view(views.curve_figure(curves, task_name=config.task.name), "icl_curve",
                         support.download_name(run.run_id, "icl-curve", f"loops-{loops}" if loops else ""))
     st.caption("Accuracy of each query's label, the run's solid, the learners' grey." if boolean else
-               "Squared error / d of each query (predicting 0 scores about 1), the run's solid, the baselines' grey. "
-               "Least squares is exact once the examples determine w (d of them, without label noise).")
+               views.error_caption(config.task.name))
     with st.expander("the curves as a table"):
         st.dataframe(curves, hide_index=True, key="icl_table")
     st.caption(f"The same figure from the command line: `workbench export {run.run_id} --figure icl-curve`.")

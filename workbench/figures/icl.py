@@ -152,15 +152,17 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
     return fig
 
 
-def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None) -> go.Figure:
-    """One panel per function class (column `function`), each drawn as error_vs_examples draws one table:
-    the trained models (median over seeds, min-max band) and grey lines for that class's baselines, each
-    panel on its own log axis (the classes' errors are on different scales); each name in the legend once."""
-    functions = list(dict.fromkeys(table.function))
+def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None,
+                          by: str = "function") -> go.Figure:
+    """One panel per value of column `by` (a function class, or a prompt shift), each drawn as
+    error_vs_examples draws one table: the trained models (median over seeds, min-max band) and grey lines
+    for that panel's baselines, each panel on its own log axis (the errors differ in scale); each name in
+    the legend once."""
+    functions = list(dict.fromkeys(table[by]))
     fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08, subplot_titles=functions)
     shown = set()
     for col, function in enumerate(functions, start=1):
-        panel = error_vs_examples(table[table.function == function], mark=mark)
+        panel = error_vs_examples(table[table[by] == function], mark=mark)
         for trace in panel.data:
             if trace.name is not None and trace.showlegend is not False:
                 trace.showlegend = trace.name not in shown

@@ -13,7 +13,8 @@ from ..errors import ConfigError, check
 from .baselines import BASELINES, baselines_for, gradient_descent, least_squares, averaging
 from .curves import accuracy_rows, baseline_frame, curve_rows, learner_accuracy, model_curve
 
-REGRESSION_TASKS = ("icl_linear_regression", "icl_sparse_regression", "icl_relu_network", "icl_decision_tree")
+LINEAR_TASKS = ("icl_linear_regression", "icl_sparse_regression")
+REGRESSION_TASKS = LINEAR_TASKS + ("icl_relu_network", "icl_decision_tree")
 BOOLEAN_TASKS = ("icl_boolean",)
 ICL_TASKS = REGRESSION_TASKS + BOOLEAN_TASKS
 SEQUENCES = 256  # fresh sequences a curve is averaged over (the page and the export)
@@ -140,20 +141,37 @@ def baseline_names(run_id_or_run) -> list[str]:
     return baselines_for(name)
 
 
-def curve_figure(table: pd.DataFrame, title: str | None = None):
-    """The figure a run_error_table draws as: error_vs_examples, or accuracy_panels for Boolean tables."""
+def error_axis(task_name: str) -> str:
+    """A regression curve's y axis: squared error / E[y^2], which is d but for trees (leaves ~ N(0, 1))."""
+    return "squared error" if task_name == "icl_decision_tree" else "squared error / d"
+
+
+def error_caption(task_name: str) -> str:
+    """What a regression curve's error is, for the task a run trained on."""
+    caption = (f"{error_axis(task_name).capitalize()} of each query (predicting 0 scores about 1), the run's solid, "
+               "the baselines' grey.")
+    if task_name in LINEAR_TASKS:
+        caption += " Least squares is exact once the examples determine w (d of them, without label noise)."
+    return caption
+
+
+def curve_figure(table: pd.DataFrame, title: str | None = None, task_name: str | None = None):
+    """The figure a run_error_table draws as: error_vs_examples (its y axis named for `task_name`), or
+    accuracy_panels for Boolean tables."""
     from ..figures.icl import accuracy_panels, error_vs_examples
 
     if "accuracy" in table.columns:
         return accuracy_panels(table, title=title)
-    return error_vs_examples(table, title=title)
+    return error_vs_examples(table, y_title=error_axis(task_name or ""), title=title)
 
 
 def run_curve_figure(run_id_or_run, n: int = SEQUENCES, examples: int | None = None,
                      baselines: list[str] | None = None, loops: int | None = None):
     run = _open(run_id_or_run)
+    name = run.config().task.name
     return curve_figure(run_error_table(run, n, examples, baselines, loops),
-                        title=f"{run.run_id}: in-context {'accuracy' if run.config().task.name in BOOLEAN_TASKS else 'error'}")
+                        title=f"{run.run_id}: in-context {'accuracy' if name in BOOLEAN_TASKS else 'error'}",
+                        task_name=name)
 
 
 def error_at(table: pd.DataFrame, model: str, examples: int) -> float:
@@ -219,8 +237,8 @@ def agreement_with_gd(run_id_or_run, steps=GD_STEPS, n: int = SEQUENCES, example
     predictions / d) and correlation, over the queries that have seen at least one example; also
     error, each algorithm's own squared error / d there (the model's in the row "model")."""
     run, model, task = load(run_id_or_run, loops)
-    check(run.config().task.name in REGRESSION_TASKS, "task", run.config().task.name,
-          f"gradient descent is compared on regression runs: {', '.join(REGRESSION_TASKS)}")
+    check(run.config().task.name in LINEAR_TASKS, "task", run.config().task.name,
+          f"gradient descent on w is compared on linear regression runs: {', '.join(LINEAR_TASKS)}")
     batch = eval_batch(task, n, examples)
     xs, ys = task.examples(batch)
     mine, d = model_predictions(model, task, batch), task.params.dim

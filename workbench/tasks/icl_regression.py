@@ -137,6 +137,12 @@ class ICLLinearRegression(InContextTask):
     def _fixed_length(self, k: int, m: int, generator) -> Batch:
         function = self.draw_function(m, generator)
         xs, covariance = self.draw_inputs(m, k, generator)
+        return self.labelled(function, xs, covariance, generator)
+
+    def labelled(self, function: dict[str, Tensor], xs: Tensor, covariance: Tensor, generator) -> Batch:
+        """The batch of sequences with inputs xs (m, k, d) labelled by each sequence's function (plus the
+        label noise): how the task draws its samples, and how icl.shifts builds shifted ones."""
+        m, k, _ = xs.shape
         ys = self.evaluate(function, xs) + self.params.noise * torch.randn(m, k, generator=generator)
         meta = {"length": torch.full((m,), k), **function, "covariance": covariance}
         if self.params.pairs:

@@ -199,7 +199,8 @@ register_experiment(Experiment(
     claims=_claims("looped", "looped model's", SCALE, ours=False),
     untested=[UntestedClaim("Looped transformers match standard ones on sparse linear regression, decision trees "
                             "and 2-layer ReLU networks too", PAPERS,
-                            "tasks for decision trees and ReLU networks, and looped runs on sparse regression")]))
+                            "looped runs on icl-function-classes' tasks (icl_decision_tree, icl_relu_network) and on "
+                            "sparse regression")]))
 
 register_experiment(Experiment(
     name="icl-looped-plain",

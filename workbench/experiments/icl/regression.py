@@ -134,8 +134,8 @@ register_experiment(Experiment(
         Claim("lstm-tracks-least-squares", "An LSTM trained the same way tracks least squares (our comparison; "
               "Garg et al. report LSTMs doing worse)", PAPERS, "none: our baseline", "an LSTM in place of "
               "attention", RULE, tracks_least_squares("lstm"))],
-    untested=[UntestedClaim("Transformers also learn two-layer ReLU networks and decision trees in context, and "
-                            "stay close to the optimum under shifts of the prompt distribution", PAPERS,
-                            "tasks for those function classes, and evaluations under shifted inputs"),
+    untested=[UntestedClaim("Transformers stay close to the optimum under shifts of the prompt distribution "
+                            "(icl-function-classes tests the other function classes)", PAPERS,
+                            "evaluations under shifted inputs"),
               UntestedClaim("A curriculum over d and k speeds training up", PAPERS,
                             "runs with and without a curriculum")]))

@@ -1,0 +1,60 @@
+"""Shifted prompts (workbench.icl.shifts): each shift moves the inputs the way it says, the labels stay
+each sequence's function of its inputs, and an unknown shift is refused by name."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workbench.errors import ConfigError
+from workbench.icl.shifts import SHIFTS, SKEW, shifted_batch
+from workbench.tasks import build_task
+
+DIM, EXAMPLES = 4, 9
+
+
+def shifted(shift: str, n: int = 256, name: str = "icl_linear_regression"):
+    task = build_task(name, {"dim": DIM, "min_examples": EXAMPLES, "max_examples": EXAMPLES})
+    batch = shifted_batch(task, shift, n, EXAMPLES, torch.Generator().manual_seed(0))
+    return task, batch, *task.examples(batch)
+
+
+@pytest.mark.parametrize("shift", SHIFTS)
+def test_every_shift_keeps_the_labels_a_function_of_the_inputs(shift):
+    task, batch, xs, ys = shifted(shift)
+    assert xs.shape == (256, EXAMPLES, DIM)
+    assert torch.allclose(ys, task.evaluate(batch.meta, xs), atol=1e-5)  # noiseless task: y = w.x exactly
+    assert (xs ** 2).sum(-1).mean() == pytest.approx(DIM, rel=0.15)  # the training inputs' scale
+
+
+def test_a_skewed_covariance_has_the_stated_condition_number():
+    _, batch, _, _ = shifted("skewed covariance", n=8)
+    eigenvalues = torch.linalg.eigvalsh(batch.meta["covariance"])
+    assert torch.allclose(eigenvalues[:, -1] / eigenvalues[:, 0], torch.full((8,), SKEW), rtol=1e-3)
+
+
+def test_half_subspace_inputs_span_half_the_dimensions():
+    _, _, xs, _ = shifted("half subspace", n=16)
+    assert (torch.linalg.matrix_rank(xs) == DIM // 2).all()
+
+
+def test_prompts_in_one_orthant_share_their_signs_and_the_query_does_not_have_to():
+    _, _, xs, _ = shifted("prompts in one orthant")
+    signs = xs[:, :-1].sign()
+    assert (signs == signs[:, :1]).all()
+    assert (xs[:, -1].sign() != signs[:, 0]).any(-1).float().mean() > 0.8  # 15 of 16 orthants are others
+
+
+def test_a_repeated_query_is_one_of_the_examples():
+    _, _, xs, _ = shifted("query repeats an example")
+    assert ((xs[:, :-1] - xs[:, -1:]).abs().sum(-1) == 0).any(-1).all()
+
+
+def test_an_unknown_shift_is_refused_by_name():
+    task = build_task("icl_linear_regression", {"dim": DIM})
+    with pytest.raises(ConfigError, match="shift"):
+        shifted_batch(task, "rotated", 4, EXAMPLES, torch.Generator())
+
+
+def test_a_shift_applies_to_the_richer_function_classes_too():
+    task, batch, xs, ys = shifted("half subspace", n=8, name="icl_decision_tree")
+    assert torch.equal(ys, task.evaluate(batch.meta, xs))

@@ -1,0 +1,104 @@
+"""icl-regression-shifts (Garg, Tsipras, Liang and Valiant 2022, "What can Transformers learn in-context?",
+arXiv 2208.01066, sec. 4): a Transformer trained on in-context linear regression with x ~ N(0, I_d) keeps
+predicting about as well as least squares when the prompts come from elsewhere: inputs with a skewed
+covariance or in a subspace (a shift between training and inference), examples in one orthant or a query
+that repeats an example (a shift between the examples and the query).
+
+The models are icl-regression's Transformers: the same configs, so the same runs (fetched from the store
+when that recipe has run). Each is read on fresh sequences under every shift of workbench.icl.shifts, beside
+least squares on the very same sequences, and judged by icl-regression's bar at 2d examples.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...analysis import load_model
+from ...evaluate import eval_generator
+from ...icl.curves import baseline_frame, curve_rows, model_curve
+from ...icl.shifts import SHIFTS, SKEW, shifted_batch
+from ..base import Experiment, ExperimentResult, Variant, register_experiment
+from ..verdicts import Claim, Outcome, by_seeds, not_tested
+from .regression import (DIM, EVAL_SEQUENCES, EXAMPLES, JUDGED_AT, MODELS, NOISE, STEPS, TASK, WITHIN,
+                         seeded_variants)
+
+
+def variants(fast: bool) -> list[Variant]:
+    return seeded_variants(TASK, {"attention": MODELS["attention"]}, STEPS, fast)
+
+
+def shift_table(finished, fast: bool) -> pd.DataFrame:
+    """Every run's error curve under every shift beside least squares', each shift on its own fresh
+    sequences (the same for every run); column `shift` names it."""
+    loaded = [(variant, *load_model(run)) for variant, run in finished]
+    task = loaded[0][2]
+    parts = []
+    for index, shift in enumerate(SHIFTS):
+        batch = shifted_batch(task, shift, 128 if fast else EVAL_SEQUENCES, EXAMPLES, eval_generator(index, EXAMPLES))
+        rows = []
+        for variant, model, _ in loaded:
+            rows += curve_rows(model_curve(model, task, batch), **variant.labels, kind="model")
+        parts += [pd.DataFrame(rows).assign(shift=shift),
+                  baseline_frame(task, batch, ["least squares"]).assign(shift=shift)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def analyze(finished, fast):
+    table = shift_table(finished, fast)
+    at = table[table.examples == JUDGED_AT]
+    least_squares = {shift: round(float(part[part.model == "least squares"].error.iloc[0]), 5)
+                     for shift, part in at.groupby("shift", sort=False)}
+    errors = {shift: {str(int(r.seed)): round(float(r.error), 5) for r in part[part.kind == "model"].itertuples()}
+              for shift, part in at.groupby("shift", sort=False)}
+    summary = {"fast": fast, "steps": int(finished[0][0].config.train.steps), "dim": DIM, "noise": NOISE,
+               "examples": EXAMPLES, "judged_at": JUDGED_AT, "skew": SKEW, "least_squares_at_2d": least_squares,
+               "error_at_2d": errors}
+    summary["headline"] = "; ".join(f"{shift}: " + "/".join(f"{v:.3f}" for v in errors[shift].values())
+                                    + f" (least squares {least_squares[shift]:.3f})" for shift in errors) \
+        + f" (squared error / d at {JUDGED_AT} examples, each seed)"
+    return table, summary
+
+
+def stays_with_least_squares(shift: str):
+    def decide(summary: dict) -> Outcome:
+        """Per seed: under `shift`, the Transformer's squared error / d at 2d examples is at most WITHIN times
+        least squares' on the same sequences; a fast run (a few steps) tests nothing."""
+        if summary.get("fast"):
+            return not_tested("the fast budget trains a few steps, too few to learn anything in context")
+        reference = summary["least_squares_at_2d"][shift]
+        errors = summary.get("error_at_2d", {}).get(shift, {})
+        return by_seeds({int(s): v <= WITHIN * reference for s, v in errors.items()},
+                        {int(s): f"{v:.3f} ({v / reference:.2f}x least squares, {reference:.3f})"
+                         for s, v in errors.items()})
+    return decide
+
+
+def figure(result: ExperimentResult):
+    from ...figures.icl import function_class_panels
+    return function_class_panels(result.table, mark=JUDGED_AT, by="shift")
+
+
+PAPERS = ("2208.01066",)
+QUOTE = ("in-context learning is possible even under two forms of distribution shift: (i) between the training "
+         "data of the model and inference-time prompts, and (ii) between the in-context examples and the query "
+         "input during inference")
+SCALE = (f"icl-regression's model and runs (4 layers of width 64, d = {DIM}, label noise std {NOISE}, {STEPS} "
+         "steps); our forms of each shift")
+RULE = (f"per seed: under the shift, squared error / d at {JUDGED_AT} = 2d in-context examples <= {WITHIN:g}x least "
+        "squares' on the same 4096 shifted sequences; then the shared rule over >= 3 seeds")
+WHAT = {
+    "skewed covariance": f"inputs drawn with a skewed covariance (condition number {SKEW:g}, a random rotation)",
+    "half subspace": f"inputs confined to a random {(DIM + 1) // 2}-dimensional subspace",
+    "prompts in one orthant": "every example's input in one orthant, the query drawn as in training",
+    "query repeats an example": "a query that repeats one of the examples' inputs",
+}
+
+register_experiment(Experiment(
+    name="icl-regression-shifts",
+    description=f"icl-regression's Transformers (d = {DIM}, {EXAMPLES} examples, label noise std {NOISE}, seeds 0-2) "
+                "read on prompts off their training distribution: " + "; ".join(WHAT.values())
+                + "; squared error / d against the number of in-context examples beside least squares on the same "
+                  "shifted sequences.",
+    variants=variants, analyze=analyze, figure=figure,
+    claims=[Claim(f"{shift.replace(' ', '-')}", f"A Transformer trained on in-context linear regression still "
+                  f"predicts about as well as least squares (within {WITHIN:g}x at 2d examples) on {WHAT[shift]}",
+                  PAPERS, QUOTE, SCALE, RULE, stays_with_least_squares(shift)) for shift in SHIFTS]))
