@@ -153,13 +153,15 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
 
 
 def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None,
-                          by: str = "function") -> go.Figure:
+                          by: str = "function", emphasis: tuple[str, ...] = ()) -> go.Figure:
     """One panel per value of column `by` (a function class, or a prompt shift), each drawn as
     error_vs_examples draws one table: the trained models (median over seeds, min-max band) and grey lines
     for that panel's baselines, each panel on its own log axis (the errors differ in scale); each name in
-    the legend once."""
+    the legend once. Baselines named in `emphasis` (the ones a claim is judged against) are drawn solid
+    black, so they stand apart from the grey dashes."""
     functions = list(dict.fromkeys(table[by]))
-    fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08, subplot_titles=functions)
+    fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08,
+                        subplot_titles=[_two_lines(name) if len(functions) > 2 else name for name in functions])
     shown = set()
     for col, function in enumerate(functions, start=1):
         panel = error_vs_examples(table[table[by] == function], mark=mark)
@@ -167,6 +169,8 @@ def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: s
             if trace.name is not None and trace.showlegend is not False:
                 trace.showlegend = trace.name not in shown
                 shown.add(trace.name)
+            if trace.name in emphasis:
+                trace.line = dict(color="black", dash="solid", width=1.5)
             fig.add_trace(trace, row=1, col=col)
         if mark is not None:
             fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=col)
@@ -174,5 +178,15 @@ def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: s
         fig.update_yaxes(type="log", range=panel.layout.yaxis.range, row=1, col=col)
     fig.update_yaxes(title_text="squared error / E[y²]", row=1, col=1)
     fig = paper_style(fig, width="double", height=360, title=title)
-    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40)))  # room for the panel titles
+    room = 70 if len(functions) > 2 else 40  # the panel titles, on two lines where the panels are narrow
+    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, room)))
     return fig
+
+
+def _two_lines(title: str) -> str:
+    """A panel title broken at the space nearest its middle, so narrow panels' titles do not overlap."""
+    spaces = [i for i, ch in enumerate(title) if ch == " "]
+    if len(title) <= 14 or not spaces:
+        return title
+    cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return title[:cut] + "<br>" + title[cut + 1:]

@@ -16,8 +16,8 @@ import pandas as pd
 from ...icl.baselines import baselines_for
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..mixers import common
-from ..verdicts import Claim, Outcome, UntestedClaim, by_seeds, not_tested
-from .regression import MODELS as REGRESSION_MODELS, TRAIN, curves_table, model_errors
+from ..verdicts import Claim, Outcome, UntestedClaim, not_tested
+from .regression import MODELS as REGRESSION_MODELS, TRAIN, curves_table, model_errors, within
 
 DIM, EXAMPLES = 5, 21  # the paper: d = 20 and 100 examples; judged at 4d = 20 examples here
 JUDGED_AT = EXAMPLES - 1
@@ -76,17 +76,14 @@ def matches_learner(function: str):
         if summary.get("fast"):
             return not_tested("the fast budget trains a few steps, too few to learn anything in context")
         learner = summary["learner"][function]
-        reference = summary["baselines_at_judged"][function][learner]
-        errors = summary.get("error_at_judged", {}).get(function, {})
-        return by_seeds({int(s): v <= WITHIN * reference for s, v in errors.items()},
-                        {int(s): f"{v:.3f} ({v / reference:.2f}x {learner}, {reference:.3f})"
-                         for s, v in errors.items()})
+        return within(summary.get("error_at_judged", {}).get(function, {}),
+                      summary["baselines_at_judged"][function][learner], WITHIN, learner)
     return decide
 
 
 def figure(result: ExperimentResult):
     from ...figures.icl import function_class_panels
-    return function_class_panels(result.table, mark=JUDGED_AT)
+    return function_class_panels(result.table, mark=JUDGED_AT, emphasis=tuple(LEARNER.values()))
 
 
 PAPERS = ("2208.01066",)

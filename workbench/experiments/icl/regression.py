@@ -102,6 +102,13 @@ def tracks_least_squares(model: str):
     return decide
 
 
+def within(errors: dict[str, float], reference: float, factor: float, name: str) -> Outcome:
+    """The shared rule over seeds on: each seed's error at most `factor` times `name`'s (`reference`),
+    measured on the same sequences."""
+    return by_seeds({int(s): v <= factor * reference for s, v in errors.items()},
+                    {int(s): f"{v:.3f} ({v / reference:.2f}x {name}, {reference:.3f})" for s, v in errors.items()})
+
+
 def figure(result: ExperimentResult):
     from ...figures.icl import error_vs_examples
     return error_vs_examples(result.table, mark=JUDGED_AT)

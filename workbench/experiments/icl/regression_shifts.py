@@ -17,9 +17,9 @@ from ...evaluate import eval_generator
 from ...icl.curves import baseline_frame, curve_rows, model_curve
 from ...icl.shifts import SHIFTS, SKEW, shifted_batch
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
-from ..verdicts import Claim, Outcome, by_seeds, not_tested
+from ..verdicts import Claim, Outcome, not_tested
 from .regression import (DIM, EVAL_SEQUENCES, EXAMPLES, JUDGED_AT, MODELS, NOISE, STEPS, TASK, WITHIN,
-                         seeded_variants)
+                         seeded_variants, within)
 
 
 def variants(fast: bool) -> list[Variant]:
@@ -64,11 +64,8 @@ def stays_with_least_squares(shift: str):
         least squares' on the same sequences; a fast run (a few steps) tests nothing."""
         if summary.get("fast"):
             return not_tested("the fast budget trains a few steps, too few to learn anything in context")
-        reference = summary["least_squares_at_2d"][shift]
-        errors = summary.get("error_at_2d", {}).get(shift, {})
-        return by_seeds({int(s): v <= WITHIN * reference for s, v in errors.items()},
-                        {int(s): f"{v:.3f} ({v / reference:.2f}x least squares, {reference:.3f})"
-                         for s, v in errors.items()})
+        return within(summary.get("error_at_2d", {}).get(shift, {}), summary["least_squares_at_2d"][shift], WITHIN,
+                      "least squares")
     return decide
 
 
