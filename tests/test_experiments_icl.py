@@ -63,9 +63,9 @@ def test_icl_regression_shifts_reads_icl_regressions_runs_under_every_shift(data
     from workbench.experiments import get_experiment
     from workbench.icl.shifts import SHIFTS
 
-    regression = [v.config.run_id() for v in get_experiment("icl-regression").variants(True)
+    regression = [v.config.run_id for v in get_experiment("icl-regression").variants(True)
                   if v.labels["model"] == "attention"]
-    assert [v.config.run_id() for v in get_experiment("icl-regression-shifts").variants(True)] == regression
+    assert [v.config.run_id for v in get_experiment("icl-regression-shifts").variants(True)] == regression
     result = run_experiment("icl-regression-shifts", fast=True, progress=False, workers=1)
     table = result.table
     assert list(dict.fromkeys(table["shift"])) == list(SHIFTS)
