@@ -1,5 +1,5 @@
-"""icl-regression, icl-sparse-regression, icl-function-classes and icl-boolean end to end on the fast budget, and the Boolean
-learners."""
+"""icl-regression, icl-sparse-regression, icl-function-classes, icl-regression-shifts and icl-boolean end to
+end on the fast budget, and the Boolean learners."""
 from __future__ import annotations
 
 import pytest
@@ -50,7 +50,8 @@ def test_icl_function_classes_fast_run_sets_each_class_beside_its_own_learner(da
     for function, learner in [("relu network", "2-layer network (Adam)"), ("decision tree", "greedy tree (depth 4)")]:
         part = table[table.function == function]
         assert set(part[part.kind == "model"].seed) == {0, 1, 2}
-        assert set(part[part.kind == "baseline"].model) == {"least squares", "3-nearest neighbours", "averaging", learner}
+        baselines = set(part[part.kind == "baseline"].model)
+        assert baselines == {"least squares", "3-nearest neighbours", "averaging", learner}
     # the network learner fits a network far better than a linear fit does (predicting 0 scores ~1)
     at = result.summary["baselines_at_judged"]["relu network"]
     assert at["2-layer network (Adam)"] < 0.5 * at["least squares"]

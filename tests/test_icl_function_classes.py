@@ -87,7 +87,8 @@ def loop_grown_prediction(X, Y, query, depth):
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_the_greedy_tree_equals_one_grown_with_plain_loops(depth):
     g = torch.Generator().manual_seed(depth)
-    xs, ys = torch.randn(6, 10, 3, generator=g, dtype=torch.float64), torch.randn(6, 10, generator=g, dtype=torch.float64)
+    xs = torch.randn(6, 10, 3, generator=g, dtype=torch.float64)
+    ys = torch.randn(6, 10, generator=g, dtype=torch.float64)
     preds = greedy_tree(xs, ys, depth)
     for b in range(6):
         assert preds[b, 0] == 0
@@ -140,8 +141,8 @@ def test_a_finished_tree_run_is_drawn_beside_the_tree_learners_on_its_own_scale(
     from workbench.train import train
 
     monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
-    run = train(RunConfig.load(None, ["task.name=icl_decision_tree", "task.dim=2", "task.depth=2", "task.min_examples=6",
-                                      "task.max_examples=6", *TINY]), progress=False, root=tmp_path)
+    tree = ["task.name=icl_decision_tree", "task.dim=2", "task.depth=2", "task.min_examples=6", "task.max_examples=6"]
+    run = train(RunConfig.load(None, [*tree, *TINY]), progress=False, root=tmp_path)
     table = views.run_error_table(run.run_id, n=16)
     assert set(table[table.kind == "baseline"].model) == set(baselines_for("icl_decision_tree"))
     assert views.baseline_names(run.run_id) == baselines_for("icl_decision_tree")

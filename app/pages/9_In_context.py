@@ -1,7 +1,8 @@
 """In-context learning: a finished run of an in-context function task (linear or sparse regression,
-random ReLU networks or decision trees, Boolean functions) against the number of in-context examples, beside the closed-form baselines (or
-the Boolean learners) on the same fresh sequences; a looped model at another number of loops. The
-same calls as `workbench export RUN --figure icl-curve` and notebook 09 (workbench.icl.views)."""
+random ReLU networks or decision trees, Boolean functions) against the number of in-context examples,
+beside the closed-form baselines (or the Boolean learners) on the same fresh sequences; a looped model
+at another number of loops. The same calls as `workbench export RUN --figure icl-curve` and notebook 09
+(workbench.icl.views)."""
 import streamlit as st
 
 from workbench import app_support as support

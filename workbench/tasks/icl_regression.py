@@ -47,7 +47,8 @@ class RegressionParams:
                                                           "final token (x, 0) is the only query"})
     fixed_covariance: bool = field(default=False, metadata={"help": "one input covariance for every sequence: "
                                                                     "condition number kappa, a fixed rotation"})
-    tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d (the error scale) below which a sample counts as solved"})
+    tolerance: float = field(default=0.1, metadata={"help": "final-query squared error / d (the error scale) below "
+                                                            "which a sample counts as solved"})
 
 
 @register_task
