@@ -1,6 +1,7 @@
 """The In-context learning page, through Streamlit's AppTest and in a real headless Chromium, on tiny
-finished runs: a regression run's curve beside the baseline checkboxes, a looped run's loops slider, a
-Boolean run's accuracy panels, only ICL runs offered, and what to do when there is none."""
+finished runs: a regression run's curve beside the baseline checkboxes and on shifted prompts, a looped
+run's loops slider, a Boolean run's accuracy panels, only ICL runs offered, and what to do when there is
+none."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,6 +57,21 @@ def test_a_regression_run_is_drawn_beside_the_checked_baselines(runs, in_store):
     assert not app.exception and "averaging" not in curve(app) and "least squares" in curve(app)
     assert len(app.get("download_button")) == 3
     assert not app.get("slider")  # not a looped model
+
+
+def test_a_regression_run_is_read_on_shifted_prompts(runs, in_store):
+    app = open_page([runs["regression"]])
+    prompts = app.selectbox(key=f"icl_shift_{runs['regression']}")
+    assert prompts.value == "as in training"
+    plain = curve(app)
+    prompts.select("prompts in one orthant").run()
+    assert not app.exception and curve(app) != plain and "(prompts in one orthant)" not in plain
+    assert any('--shift "prompts in one orthant"' in c.value for c in app.caption)
+
+
+def test_a_boolean_run_offers_no_prompt_shift(runs, in_store):
+    app = open_page([runs["boolean"]])
+    assert not [box for box in app.selectbox if box.key.startswith("icl_shift_")]
 
 
 def test_a_looped_run_gets_a_loops_slider(runs, in_store):

@@ -58,3 +58,27 @@ def test_an_unknown_shift_is_refused_by_name():
 def test_a_shift_applies_to_the_richer_function_classes_too():
     task, batch, xs, ys = shifted("half subspace", n=8, name="icl_decision_tree")
     assert torch.equal(ys, task.evaluate(batch.meta, xs))
+
+
+def test_a_run_is_read_on_shifted_prompts_from_the_views_and_the_command_line(tmp_path, monkeypatch, capsys):
+    from icl_runs import REGRESSION, TINY
+
+    from workbench.cli import main
+    from workbench.config import RunConfig
+    from workbench.icl import views
+    from workbench.train import train
+
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    run = train(RunConfig.load(None, [*REGRESSION, *TINY]), progress=False, root=tmp_path)
+    plain = views.run_error_table(run.run_id, n=16)
+    shifted = views.run_error_table(run.run_id, n=16, shift="prompts in one orthant")
+    assert list(shifted.columns) == list(plain.columns) and not shifted.equals(plain)
+    again = views.run_error_table(run.run_id, n=16, shift="prompts in one orthant")
+    assert shifted.equals(again)  # the same shifted sequences every time
+    with pytest.raises(ConfigError, match="shift"):
+        views.run_error_table(run.run_id, n=16, shift="rotated")
+    assert main(["export", run.run_id, "--figure", "icl-curve", "--shift", "half subspace", "--out", "s.png"]) == 0
+    assert (tmp_path / "exports" / "s.png").stat().st_size > 0
+    assert main(["export", run.run_id, "--figure", "loss", "--shift", "half subspace"]) != 0
+    assert "--shift: invalid value 'half subspace'; only --figure icl-curve" in capsys.readouterr().err

@@ -153,6 +153,9 @@ def _add_export(sub) -> None:
     p.add_argument("--offset", type=int, default=None,
                    help="attention figures with --length: start the sample's coupled position ids here "
                         "(coupled-id tasks; the evaluation's own start by default)")
+    p.add_argument("--shift", default=None,
+                   help="icl-curve of a regression run: read it on prompts off its training distribution "
+                        "(skewed covariance, half subspace, prompts in one orthant, query repeats an example)")
 
 
 def _add_interop(sub) -> None:
@@ -473,7 +476,7 @@ def cmd_export(args) -> int:
 
     path = export_run_figure(args.run, args.figure, args.out, width=args.width, height=args.height,
                              layer=args.layer, head=args.head, step=args.step, example=args.example,
-                             length=args.length, offset=args.offset)
+                             length=args.length, offset=args.offset, shift=args.shift)
     print(path)
     return 0
 

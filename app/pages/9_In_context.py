@@ -7,6 +7,7 @@ import streamlit as st
 
 from workbench import app_support as support
 from workbench.icl import views
+from workbench.icl.shifts import SHIFTS
 from workbench.store import COMPLETED
 
 st.set_page_config(page_title="In-context learning · workbench", layout="wide")
@@ -29,8 +30,8 @@ config = run.config()
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def error_table(run_id: str, n: int, baselines: tuple, loops):
-    return views.run_error_table(run_id, n=n, baselines=list(baselines), loops=loops)
+def error_table(run_id: str, n: int, baselines: tuple, loops, shift):
+    return views.run_error_table(run_id, n=n, baselines=list(baselines), loops=loops, shift=shift)
 
 
 controls, figure = st.columns([1, 3])
@@ -41,6 +42,12 @@ with controls:
               if st.checkbox(name, value=True, key=f"icl_baseline_{run.run_id}_{name}")]
     n = int(st.number_input("fresh sequences", min_value=16, max_value=4096, value=views.SEQUENCES, step=64,
                             key="icl_sequences", help="the curve is a mean over this many sequences"))
+    shift = None
+    if config.task.name in views.REGRESSION_TASKS:
+        prompts = st.selectbox("prompts", ["as in training", *SHIFTS], key=f"icl_shift_{run.run_id}",
+                               help="read the run (and the baselines) on prompts off its training distribution, "
+                                    "as Garg et al. do (workbench.icl.shifts)")
+        shift = None if prompts == "as in training" else prompts
     loops = None
     if config.model.looped:
         trained = config.model.n_layers
@@ -49,11 +56,13 @@ with controls:
                           help=f"a looped model applies one block again and again; it trained with {trained}")
 with figure, support.errors_shown():
     with st.spinner("evaluating the model and the baselines..."):
-        curves = error_table(run.run_id, n, tuple(chosen), loops)
+        curves = error_table(run.run_id, n, tuple(chosen), loops, shift)
     support.figure_view(views.curve_figure(curves, task_name=config.task.name), "icl_curve",
-                        support.download_name(run.run_id, "icl-curve", f"loops-{loops}" if loops else ""))
+                        support.download_name(run.run_id, "icl-curve", f"loops-{loops}" if loops else "",
+                                              shift or ""))
     st.caption("Accuracy of each query's label, the run's solid, the learners' grey." if boolean else
                views.error_caption(config.task.name))
     with st.expander("the curves as a table"):
         st.dataframe(curves, hide_index=True, key="icl_table")
-    st.caption(f"The same figure from the command line: `workbench export {run.run_id} --figure icl-curve`.")
+    flag = f' --shift "{shift}"' if shift else ""
+    st.caption(f"The same figure from the command line: `workbench export {run.run_id} --figure icl-curve{flag}`.")

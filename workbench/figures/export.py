@@ -93,9 +93,11 @@ ICL_FIGURES = FIGURES[-1:]  # runs of in-context function tasks only (workbench.
 
 
 def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None = None, example: int = 0,
-               length: int | None = None, offset: int | None = None):
+               length: int | None = None, offset: int | None = None, shift: str | None = None):
     from . import runs as run_figures
 
+    if shift is not None and figure not in ICL_FIGURES:
+        raise ConfigError("--shift", shift, "only --figure icl-curve reads shifted prompts")
     for flag, value in (("--length", length), ("--offset", offset)):
         if value is not None and figure not in ("attention", "attention-grid"):
             raise ConfigError(flag, value, "only the attention figures read a fresh sample "
@@ -107,7 +109,7 @@ def run_figure(run, figure: str, layer: int = 0, head: int = 0, step: int | None
 
         if step is not None:
             raise ConfigError("--step", step, "--figure icl-curve reads the final model")
-        return icl_views.run_curve_figure(run)  # a ConfigError naming the task for any other run
+        return icl_views.run_curve_figure(run, shift=shift)  # a ConfigError naming the task for any other run
     if figure == "attention":
         return run_figures.run_attention(run, layer, head, step, example, length, offset)
     if figure == "attention-grid":

@@ -79,27 +79,39 @@ def model_name(run, loops: int | None = None) -> str:
     return name
 
 
-def eval_batch(task, n: int = SEQUENCES, examples: int | None = None):
-    """n fresh evaluation sequences with `examples` examples each (default: the most it trained on);
-    the same sequences for the same (n, examples), whatever the model."""
+def eval_batch(task, n: int = SEQUENCES, examples: int | None = None, shift: str | None = None):
+    """n fresh evaluation sequences with `examples` examples each (default: the most it trained on),
+    their prompts moved by `shift` (a name from icl.shifts.SHIFTS; regression tasks) when given; the same
+    sequences for the same (n, examples, shift), whatever the model."""
     from ..evaluate import eval_generator
 
     n = _count(n, "n")
     examples = task.params.max_examples if examples is None else _count(examples, "examples", 2)
-    return task.sample(n, eval_generator(0, examples), length=examples, train=False)
+    if shift is None:
+        return task.sample(n, eval_generator(0, examples), length=examples, train=False)
+    from .shifts import SHIFTS, shifted_batch
+
+    check(task.name in REGRESSION_TASKS, "shift", shift, f"prompts are shifted for regression runs: "
+                                                         f"{', '.join(REGRESSION_TASKS)}")
+    check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
+    # seeded as icl-regression-shifts seeds each shift's sequences
+    return shifted_batch(task, shift, n, examples, eval_generator(SHIFTS.index(shift), examples))
 
 
 def run_error_table(run_id_or_run, n: int = SEQUENCES, examples: int | None = None,
-                    baselines: list[str] | None = None, loops: int | None = None) -> pd.DataFrame:
+                    baselines: list[str] | None = None, loops: int | None = None,
+                    shift: str | None = None) -> pd.DataFrame:
     """A tidy table of the run against the number of in-context examples, on n fresh sequences.
 
     Regression tasks: columns model, kind ("model"/"baseline"), seed, examples, error (squared error
-    / d, / 1 for trees), the run's row beside each baseline (`baselines`: names from icl.baselines.BASELINES,
-    default the task's own set), as figures.icl.error_vs_examples reads. Boolean tasks: columns function, model, kind,
-    seed, examples, accuracy, the run beside the task's learners (icl.boolean.learners; `baselines`
-    picks among them), as figures.icl.accuracy_panels reads."""
+    / d, / 1 for trees), the run's row beside each baseline (`baselines`: names from
+    icl.baselines.BASELINES, default the task's own set), as figures.icl.error_vs_examples reads. Boolean
+    tasks: columns function, model, kind, seed, examples, accuracy, the run beside the task's learners
+    (icl.boolean.learners; `baselines` picks among them), as figures.icl.accuracy_panels reads. `shift`:
+    read on prompts moved off the training distribution (icl.shifts; regression tasks), the baselines on
+    the same ones."""
     run, model, task = load(run_id_or_run, loops)
-    batch = eval_batch(task, n, examples)
+    batch = eval_batch(task, n, examples, shift)
     name, seed = model_name(run, loops), run.config().train.seed
     if run.config().task.name in BOOLEAN_TASKS:
         return _boolean_table(model, task, batch, name, seed, baselines)
@@ -166,12 +178,12 @@ def curve_figure(table: pd.DataFrame, title: str | None = None, task_name: str |
 
 
 def run_curve_figure(run_id_or_run, n: int = SEQUENCES, examples: int | None = None,
-                     baselines: list[str] | None = None, loops: int | None = None):
+                     baselines: list[str] | None = None, loops: int | None = None, shift: str | None = None):
     run = _open(run_id_or_run)
     name = run.config().task.name
-    return curve_figure(run_error_table(run, n, examples, baselines, loops),
-                        title=f"{run.run_id}: in-context {'accuracy' if name in BOOLEAN_TASKS else 'error'}",
-                        task_name=name)
+    title = f"{run.run_id}: in-context {'accuracy' if name in BOOLEAN_TASKS else 'error'}"
+    return curve_figure(run_error_table(run, n, examples, baselines, loops, shift),
+                        title=title + (f" ({shift})" if shift else ""), task_name=name)
 
 
 def error_at(table: pd.DataFrame, model: str, examples: int) -> float:
