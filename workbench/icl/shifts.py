@@ -25,10 +25,16 @@ SHIFTS = ("skewed covariance", "half subspace", "prompts in one orthant", "query
 SKEW = 25.0  # the skewed covariance's condition number
 
 
-def shifted_batch(task, shift: str, n: int, examples: int, generator) -> Batch:
-    """n sequences of `examples` examples of a regression task (icl.views.REGRESSION_TASKS) under `shift`."""
+def shifted_batch(task, shift: str, n: int, examples: int, generator=None) -> Batch:
+    """n sequences of `examples` examples of a regression task (icl.views.REGRESSION_TASKS) under `shift`.
+    Without a generator: the evaluation sequences of that shift, the same for the same (n, examples, shift)
+    wherever they are read (icl-regression-shifts, the In context page, `export --shift`)."""
+    from ..evaluate import eval_generator
+
     check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
     check(isinstance(examples, int) and examples >= 2, "examples", examples, "an integer >= 2")
+    if generator is None:
+        generator = eval_generator(SHIFTS.index(shift), examples)
     d = task.params.dim
     function = task.draw_function(n, generator)
     xs = torch.randn(n, examples, d, generator=generator)

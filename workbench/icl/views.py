@@ -89,13 +89,11 @@ def eval_batch(task, n: int = SEQUENCES, examples: int | None = None, shift: str
     examples = task.params.max_examples if examples is None else _count(examples, "examples", 2)
     if shift is None:
         return task.sample(n, eval_generator(0, examples), length=examples, train=False)
-    from .shifts import SHIFTS, shifted_batch
+    from .shifts import shifted_batch
 
     check(task.name in REGRESSION_TASKS, "shift", shift, f"prompts are shifted for regression runs: "
                                                          f"{', '.join(REGRESSION_TASKS)}")
-    check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
-    # seeded as icl-regression-shifts seeds each shift's sequences
-    return shifted_batch(task, shift, n, examples, eval_generator(SHIFTS.index(shift), examples))
+    return shifted_batch(task, shift, n, examples)
 
 
 def run_error_table(run_id_or_run, n: int = SEQUENCES, examples: int | None = None,
@@ -154,8 +152,10 @@ def baseline_names(run_id_or_run) -> list[str]:
 
 
 def error_axis(task_name: str) -> str:
-    """A regression curve's y axis: squared error / E[y^2], which is d but for trees (leaves ~ N(0, 1))."""
-    return "squared error" if task_name == "icl_decision_tree" else "squared error / d"
+    """A regression curve's y axis: squared error / the task's error scale, as the task names it."""
+    from ..tasks import TASKS
+
+    return TASKS.get(task_name).error_label if task_name in REGRESSION_TASKS else "squared error / d"
 
 
 def error_caption(task_name: str) -> str:

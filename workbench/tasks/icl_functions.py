@@ -67,6 +67,8 @@ class ICLDecisionTree(_OtherFunctionClass):
         super().validate()
         check(1 <= self.params.depth <= 12, "task.depth", self.params.depth, "expected 1..12")
 
+    error_label = "squared error"
+
     @property
     def error_scale(self) -> float:
         return 1.0  # leaf values ~ N(0, 1)

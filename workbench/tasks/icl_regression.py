@@ -121,6 +121,8 @@ class ICLLinearRegression(InContextTask):
         return root @ root.T
 
     # --- the function class: subclasses (icl_functions) draw and evaluate other functions ------
+    error_label = "squared error / d"  # what squared_errors returns, as a curve's axis names it
+
     @property
     def error_scale(self) -> float:
         """E[y^2] under the prior (without noise): squared errors are divided by it, so predicting 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analysis import load_model
-from ...evaluate import eval_generator
 from ...icl.curves import baseline_frame, curve_rows, model_curve
 from ...icl.shifts import SHIFTS, SKEW, shifted_batch
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
@@ -32,8 +31,8 @@ def shift_table(finished, fast: bool) -> pd.DataFrame:
     loaded = [(variant, *load_model(run)) for variant, run in finished]
     task = loaded[0][2]
     parts = []
-    for index, shift in enumerate(SHIFTS):
-        batch = shifted_batch(task, shift, 128 if fast else EVAL_SEQUENCES, EXAMPLES, eval_generator(index, EXAMPLES))
+    for shift in SHIFTS:
+        batch = shifted_batch(task, shift, 128 if fast else EVAL_SEQUENCES, EXAMPLES)
         rows = []
         for variant, model, _ in loaded:
             rows += curve_rows(model_curve(model, task, batch), **variant.labels, kind="model")
