@@ -14,6 +14,7 @@ from workbench.cli import main
 from workbench.evaluate import eval_generator, token_accuracy
 from workbench.experiments import EXPERIMENTS, get_experiment, run_experiment
 from workbench.experiments.mixers.common import steps_to_reach
+from workbench.experiments.mixers.copy_state import D_STATES, STATE_LENGTHS, classify
 from workbench.experiments.mixers.markov_icl import MARKOV_LENGTH, excess_loss
 from workbench.experiments.mixers.mqar_vs_width import MQAR_EVAL_SAMPLES, TARGET_WIDTH
 from workbench.figures.mixers import accuracy_vs_width
@@ -23,8 +24,8 @@ from workbench.tasks import build_task
 from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "markov-icl", "markov-conv-window",
-                     "hybrids")
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "copy-state-size", "markov-icl",
+                     "markov-conv-window", "hybrids")
 
 
 def test_the_mixer_experiments_are_registered():
@@ -105,6 +106,29 @@ def test_copy_vs_length_fast(data_dir):
     assert result.summary["mamba_state_fixed"]  # the same state at every length
     attention = table[table.mixer == "attention"].sort_values("length").state_size
     assert attention.is_monotonic_increasing and attention.nunique() > 1  # the cache grows
+
+
+def test_copy_state_size_fast(data_dir):
+    result = run_experiment("copy-state-size", fast=True, progress=False)
+    _check_result(result)
+    numbers = result.summary["state_size"]
+    assert [numbers[str(d)] for d in D_STATES] == sorted(set(numbers.values()))  # the state grows with d_state
+    assert set(result.summary["runs"]) == {str(d) for d in D_STATES}
+    ticks = result.figure().layout.xaxis.ticktext
+    assert ticks[-1] == f"{max(STATE_LENGTHS)}<br>{3 * max(STATE_LENGTHS)} bits"  # 8 letters: 3 bits a symbol
+
+
+@pytest.mark.parametrize("curve,status", [
+    ({4: 1.0, 8: 0.9, 12: 1.0}, "cannot learn"),  # a training length below 95%
+    ({4: 1.0, 8: 1.0, 12: 0.5, 16: 0.0}, "does not generalize"),  # 36 bits, a state of 40 numbers
+    ({4: 1.0, 8: 1.0, 12: 1.0, 16: 0.2}, "cannot hold"),  # 48 bits
+    ({4: 1.0, 8: 1.0, 12: 0.95, 16: 0.91}, "copies every length"),
+])
+def test_a_copy_run_is_sorted_by_where_it_first_fails(curve, status):
+    record = classify(curve, state_numbers=40, bits_per_symbol=3.0)
+    assert record["status"] == status
+    assert record["copies_up_to"] == {"cannot learn": 4, "does not generalize": 8, "cannot hold": 12,
+                                      "copies every length": 16}[status]
 
 
 def test_markov_icl_fast(data_dir):

@@ -147,6 +147,16 @@ def _copy(states):
     return {"longest": 24, "exact_match_at_longest": {"attention": attention, "mamba": mamba}}
 
 
+def _copy_state(states, claim):
+    """Per seed: d_state 1 and 16 both fit; 'pass' copies every length (the state-limits claim) or copies further
+    with the larger state, 'fail' stops at 12 with both."""
+    def record(d_state, state):
+        if state == "pass" and (claim == "state-limits-copying" or d_state == 16):
+            return {"status": "copies every length", "first_failure": None, "copies_up_to": 32}
+        return {"status": "does not generalize", "first_failure": 12, "copies_up_to": 8}
+    return {"runs": {str(d): {str(seed): record(d, state) for seed, state in enumerate(states)} for d in (1, 16)}}
+
+
 def _markov(states):
     """Every mixer's excess over Laplace is 2% of the uniform predictor's gap ('pass') or 30% ('fail')."""
     excess = {str(seed): 0.2 * (0.02 if state == "pass" else 0.3) for seed, state in enumerate(states)}
@@ -360,6 +370,8 @@ def summary_for(experiment, claim, states) -> dict:
         return _icl_boolean(states, claim)
     if name == "markov-conv-window":
         return _markov_conv(states, claim.key)
+    if name == "copy-state-size":
+        return _copy_state(states, claim.key)
     if name in ("outliers", "outliers-mlm"):
         return _outliers(states, claim.key)
     return {"entropy-collapse": _entropy, "lazy-neurons": _lazy, "memorization-capacity": _capacity,

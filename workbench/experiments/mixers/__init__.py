@@ -5,6 +5,8 @@
 - `mqar-vs-width`: MQAR per-query accuracy vs width and number of key-value pairs for attention,
   Mamba, Based linear attention and H3 (Zoology), beside each model's recurrent state size.
 - `copy-vs-length`: copy accuracy vs string length, Transformer vs Mamba at a fixed state size.
+- `copy-state-size`: Mamba's copying against its state size, trained on 1-8 symbols and tested to 4x:
+  whether it stops where a string outgrows the state, or long before.
 - `markov-icl`: excess loss over the Bayes-optimal Laplace estimator vs context position on random
   Markov chains, for a one-layer Mamba, a Transformer and an LSTM.
 - `markov-conv-window`: the same Mamba on order-2 chains with convolution windows 1-4: whether a window
@@ -19,6 +21,7 @@ notebooks. Importing registers them, in this order.
 from . import mimetic_recall  # noqa: F401  (registration)
 from . import mqar_vs_width  # noqa: F401
 from . import copy_vs_length  # noqa: F401
+from . import copy_state  # noqa: F401
 from . import markov_icl  # noqa: F401
 from . import markov_conv  # noqa: F401
 from . import hybrids  # noqa: F401
