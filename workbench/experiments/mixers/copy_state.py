@@ -96,8 +96,9 @@ def _seeds(summary: dict) -> list[str]:
 
 
 def _numbers(summary: dict, seed: str) -> str:
-    return "; ".join(f"d_state {d} {_short(by_seed[seed])}" for d, by_seed in summary["runs"].items()
-                     if seed in by_seed)
+    # by state size: a stored summary's keys come back sorted as text ("16" before "2")
+    runs = sorted(summary["runs"].items(), key=lambda item: int(item[0]))
+    return "; ".join(f"d_state {d} {_short(by_seed[seed])}" for d, by_seed in runs if seed in by_seed)
 
 
 def decide_state_limits(summary: dict) -> Outcome:
@@ -127,13 +128,15 @@ def decide_larger_state_further(summary: dict) -> Outcome:
 
 def state_figure(result: ExperimentResult):
     """Exact match against string length, a line per state size (median over seeds, min-max band); each
-    tick names the string's bits, each legend entry its state's numbers."""
+    tick names the string's bits, each legend entry its state's numbers and the longest string they
+    could hold at one bit a number."""
     table = result.table
-    label = {d: f"d_state {d} (state {int(part.state_size.iloc[0]):,} numbers)" for d, part in table.groupby("d_state")}
+    bits = result.summary["bits_per_symbol"]
+    label = {d: f"d_state {d}: {n:,} numbers, holds {n / bits:.0f}+ symbols"
+             for d, n in table.groupby("d_state").state_size.first().items()}
     curves = table.assign(label=table.d_state.map(label), value=table.exact_match)[["label", "length", "value"]]
     fig = length_curve(curves, None, x_title="string length (symbols) and its information (bits)")
     lengths = sorted(table.length.unique())
-    bits = result.summary["bits_per_symbol"]
     fig.update_xaxes(tickvals=lengths, ticktext=[f"{n}<br>{n * bits:g} bits" for n in lengths])
     return mark_train_length(fig, TRAIN_MAX)
 
