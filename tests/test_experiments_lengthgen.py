@@ -260,6 +260,17 @@ def test_coupling_budget_runs_end_to_end_in_fast_mode(data_dir):
     assert [t.name for t in figure.data if t.showlegend] == ["width 64 (head dim 16)", "width 128 (head dim 64)"]
 
 
+def test_coupling_head_dim_trains_the_paper_encoding_at_two_head_dimensions_alike(data_dir):
+    variants = EXPERIMENTS["coupling-head-dim"].variants(False)
+    head_dims = {v.config.model.d_model // v.config.model.n_heads for v in variants}
+    assert head_dims == {64, 256} and {v.config.model.pos for v in variants} == {"coupling"}
+    assert {(v.config.train.steps, v.config.train.lr, v.config.model.mlp_ratio) for v in variants} == {(1000, 1e-3, 2.0)}
+    result = run_experiment("coupling-head-dim", fast=True, progress=False)
+    assert set(result.table.pos) == {"coupling, head dim 256", "coupling, head dim 64"} and 30 in set(result.table.length)
+    assert {o.verdict for o in result.outcomes.values()} <= {"inconclusive", "not tested"}
+    assert result.figure().data
+
+
 def test_another_budget_keeps_the_step_ratios_of_a_budget_curve():
     curve = Budget(steps=600).apply(EXPERIMENTS["coupling-budget"].variants(False))
     assert {v.labels["steps"]: v.config.train.steps for v in curve} == {1500: 150, 3000: 300, 6000: 600}

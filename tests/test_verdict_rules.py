@@ -292,7 +292,7 @@ def _icl_boolean(states, claim):
 
 def _labelled_lengths(states, experiment, claim):
     """sort-hint, addition-format, multiplication-priming(-relative), multi-level-coupling(-relative, -padded),
-    coupling-budget and multiplication-coupling-relative: a gain (or reach) claim's model (or every budget)
+    coupling-budget, coupling-head-dim and multiplication-coupling-relative: a gain (or reach) claim's model (or every budget)
     100% at every length ('pass') or 0% beyond training, its baseline fitting the training lengths and at 0%
     beyond (20% inside on 'unclear'); a spread claim's seeds alternate 35% and 65% at every length ('pass')
     or sit at 50% ('fail')."""
@@ -308,7 +308,8 @@ def _labelled_lengths(states, experiment, claim):
             if spread:
                 value = (0.35 if passing % 2 else 0.65) if state == "pass" else 0.5
                 curve = {str(n): value for n in lengths}
-            elif label.endswith(("plain", "nope", "unprimed")) or label.startswith("single-level"):  # gain baseline
+            elif label.endswith(("plain", "nope", "unprimed", "head dim 64")) or label.startswith("single-level"):
+                # a gain's baseline
                 curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= train_max else 0.0 for n in lengths}
             else:
                 curve = {str(n): 1.0 if (n <= train_max or state != "fail") else 0.0 for n in lengths}
@@ -364,7 +365,7 @@ def summary_for(experiment, claim, states) -> dict:
         return _lengthgen(states, experiment, claim)
     if name in ("sort-hint", "addition-format", "multiplication-priming", "multi-level-coupling",
                 "multi-level-coupling-relative", "coupling-budget", "multiplication-coupling-relative",
-                "multiplication-priming-relative", "multi-level-coupling-padded"):
+                "multiplication-priming-relative", "multi-level-coupling-padded", "coupling-head-dim"):
         return _labelled_lengths(states, experiment, claim)
     if name == "icl-boolean":
         return _icl_boolean(states, claim)
