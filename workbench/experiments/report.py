@@ -140,7 +140,8 @@ def claim_lines(experiment: Experiment, result: ExperimentResult | None) -> list
         else:
             lines.append(f"  - Verdict: **{NOT_TESTED}**: no shipped result")
     for claim in experiment.untested:
-        lines.append(f"- **Not tested** ({cite(claim.references)}): {claim.text} These runs would need: {claim.needs}")
+        lines.append(f"- **Not tested** ({cite(claim.references)}): {claim.text.rstrip('.')}. These runs would need: "
+                     f"{claim.needs.rstrip('.')}.")
     return lines
 
 
