@@ -80,9 +80,9 @@ def state_analyze(finished, fast):
 
 
 def _short(record: dict) -> str:
-    if record["status"] in (CANNOT_LEARN, NO_GENERALIZATION, CANNOT_HOLD):
-        return f"{record['status']} (fails at {record['first_failure']})"
-    return record["status"]
+    if record["first_failure"] is None:
+        return record["status"]
+    return f"{record['status']} (fails at {record['first_failure']})"
 
 
 def _fitted(summary: dict, seed: str) -> dict[int, dict]:
@@ -141,7 +141,6 @@ def state_figure(result: ExperimentResult):
     return mark_train_length(fig, TRAIN_MAX)
 
 
-JELASSI_2024 = ("2402.01032",)
 FIXED_STATE = ("2402.01032", "2410.03810")
 
 register_experiment(Experiment(
