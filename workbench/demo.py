@@ -79,10 +79,10 @@ def demos() -> list[Demo]:
              _recipe_config("lazy-neurons", mlp_width=128, labels="true")),
         Demo("copy, attention", "Length generalization",
              "a 2-layer Transformer copies strings of 24 symbols",
-             _recipe_config("copy-vs-length", mixer="attention")),
+             _recipe_config("copy-vs-length", mixer="attention", init="fan_in")),
         Demo("copy, Mamba", "Length generalization",
              "a Mamba model of the same width, trained as long, copies short strings and none of 24 symbols",
-             _recipe_config("copy-vs-length", mixer="mamba")),
+             _recipe_config("copy-vs-length", mixer="mamba", init="fan_in")),
         Demo("induction circuit, attention", "Circuits",
              "the induction-heads recipe's attention seed 0: patching finds the answer carried from the symbol "
              "after the first '@' to the last '@' by the second layer's heads, whose answer-induction score "

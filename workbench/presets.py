@@ -46,7 +46,7 @@ PRESETS = {preset.title: preset for preset in [
     Preset("Copy with a state-space model (Mamba)", "copy with Mamba",
            "A 2-layer Mamba with a small state (d_state=8) copies strings of up to 24 symbols: seed 0 of the "
            "copy-vs-length experiment, whose attention twin copies far longer strings.",
-           lambda: recipe_configs("copy-vs-length", mixer="mamba", seed=0)),
+           lambda: recipe_configs("copy-vs-length", mixer="mamba", init="fan_in", seed=0)),
     Preset("MQAR: attention vs Mamba (2 runs)", "MQAR",
            "Multi-query associative recall at width 64: attention against Mamba on the same data and budget "
            "(seed 0 of mqar-vs-width; a few minutes each). The second run is this form with model.mixer=mamba "
