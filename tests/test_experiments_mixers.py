@@ -24,7 +24,7 @@ from workbench.tasks import build_task
 from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "copy-vs-length", "copy-state-size", "markov-icl",
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "mqar-default-init", "copy-vs-length", "copy-state-size", "markov-icl",
                      "markov-conv-window", "hybrids")
 
 
@@ -69,6 +69,15 @@ def test_mqar_vs_width_fast(data_dir):
     assert (state > 0).all()
 
 
+def test_mqar_default_init_fast(data_dir):
+    result = run_experiment("mqar-default-init", fast=True, progress=False)
+    _check_result(result)
+    configs = [variant.config.model for variant in get_experiment("mqar-default-init").variants(False)]
+    assert {(m.init, m.d_model, m.mixer) for m in configs} == {("gpt2", TARGET_WIDTH, "attention")}
+    assert set(result.summary["query_accuracy"]) == {"1000"} and result.summary["pairs"] == [2, 4, 8]
+    assert result.outcomes["default-init-6x"].verdict == "not tested"  # the fast mode trains the first budget only
+
+
 def test_mqar_figure_draws_a_median_line_and_seed_band_per_mixer_in_each_pairs_panel():
     rows = [{"mixer": mixer, "width": width, "pairs": pairs, "seed": seed, "state_size": width * 10,
              "query_accuracy": accuracy + 0.1 * seed}
@@ -106,6 +115,9 @@ def test_copy_vs_length_fast(data_dir):
     assert result.summary["mamba_state_fixed"]  # the same state at every length
     attention = table[table.mixer == "attention"].sort_values("length").state_size
     assert attention.is_monotonic_increasing and attention.nunique() > 1  # the cache grows
+    assert set(table.init) == {"fan_in", "gpt2"}  # the paper's default init beside ours, both models
+    assert set(result.summary["default_init_exact_match_at_longest"]) == {"attention", "mamba"}
+    assert {trace.name for trace in result.figure().data} >= {"mamba, default init (state 2,816, fixed)"}
 
 
 def test_copy_state_size_fast(data_dir):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from workbench.errors import ConfigError
-from workbench.icl.shifts import SHIFTS, SKEW, shifted_batch
+from workbench.icl.shifts import SCALES, SHIFTS, SKEW, orthogonal_query_position, shifted_batch
 from workbench.tasks import build_task
 
 DIM, EXAMPLES = 4, 9
@@ -22,8 +22,27 @@ def shifted(shift: str, n: int = 256, name: str = "icl_linear_regression"):
 def test_every_shift_keeps_the_labels_a_function_of_the_inputs(shift):
     task, batch, xs, ys = shifted(shift)
     assert xs.shape == (256, EXAMPLES, DIM)
-    assert torch.allclose(ys, task.evaluate(batch.meta, xs), atol=1e-5)  # noiseless task: y = w.x exactly
-    assert (xs ** 2).sum(-1).mean() == pytest.approx(DIM, rel=0.15)  # the training inputs' scale
+    assert torch.allclose(ys, task.evaluate(batch.meta, xs), atol=1e-4)  # noiseless task: y = w.x exactly
+    scale = SCALES.get(shift, 1.0)
+    assert (xs ** 2).sum(-1).mean() == pytest.approx(scale ** 2 * DIM, rel=0.15)  # the training inputs' scale, or scaled
+
+
+def test_scaled_inputs_are_the_same_draws_times_the_factor():
+    _, _, up, _ = shifted("inputs scaled by 3")
+    _, _, down, _ = shifted("inputs scaled by 1/3")
+    assert torch.allclose(up / 3, down * 3, atol=1e-6)  # one generator seed: the same x before scaling
+
+
+def test_an_orthogonal_query_has_no_part_along_the_examples_before_it_and_keeps_its_length():
+    _, _, xs, _ = shifted("query orthogonal to the examples")
+    at = orthogonal_query_position(EXAMPLES, DIM)
+    assert at == DIM - 1  # the last query with fewer than d examples before it
+    before, query = xs[:, :at], xs[:, at]
+    cosines = (before @ query.unsqueeze(-1)).squeeze(-1) / (before.norm(dim=-1) * query.norm(dim=-1, keepdim=True))
+    assert cosines.abs().max() < 1e-5
+    _, _, plain, _ = shifted("query repeats an example")  # the same draws; that shift moves the last query only
+    assert torch.allclose(query.norm(dim=-1), plain[:, at].norm(dim=-1), atol=1e-4)
+    assert torch.equal(xs[:, :at], plain[:, :at]) and torch.equal(xs[:, at + 1:-1], plain[:, at + 1:-1])
 
 
 def test_a_skewed_covariance_has_the_stated_condition_number():

@@ -152,18 +152,21 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
     return fig
 
 
-def function_class_panels(table: pd.DataFrame, mark: int | None = None, title: str | None = None,
+def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, title: str | None = None,
                           by: str = "function", emphasis: tuple[str, ...] = ()) -> go.Figure:
     """One panel per value of column `by` (a function class, or a prompt shift), each drawn as
     error_vs_examples draws one table: the trained models (median over seeds, min-max band) and grey lines
     for that panel's baselines, each panel on its own log axis (the errors differ in scale); each name in
     the legend once. Baselines named in `emphasis` (the ones a claim is judged against) are drawn solid
-    black, so they stand apart from the grey dashes."""
+    black, so they stand apart from the grey dashes. `mark`: the judged number of examples, one for every
+    panel or {panel: examples}."""
     functions = list(dict.fromkeys(table[by]))
+    marks = mark if isinstance(mark, dict) else {function: mark for function in functions}
     fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08,
                         subplot_titles=[_two_lines(name) if len(functions) > 2 else name for name in functions])
     shown = set()
     for col, function in enumerate(functions, start=1):
+        mark = marks.get(function)
         panel = error_vs_examples(table[table[by] == function], mark=mark)
         for trace in panel.data:
             if trace.name is not None and trace.showlegend is not False:

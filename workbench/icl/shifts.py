@@ -9,8 +9,15 @@ its function (and label noise) as the task draws them; only the inputs move.
 - "prompts in one orthant": every example's x lies in one orthant (signs drawn per sequence); the query
   is drawn as in training, so it is usually in another.
 - "query repeats an example": the query's x is one of the examples' (drawn uniformly).
+- "inputs scaled by 3", "inputs scaled by 1/3": every x times that factor, so every label too (the
+  extremes of the paper's scalings, 1/3 to 3).
+- "query orthogonal to the examples": the query at position min(examples, d) - 1 is moved into the
+  orthogonal complement of the examples before it (and keeps its length), as the paper's code does. Only
+  a query with fewer than d examples before it has such a direction, so this shift is read there; the
+  queries after it see it as one more example.
 
-The first two move every x, so the whole curve is shifted; the last two concern the final query only.
+The first two and the scalings move every x, so the whole curve is shifted; "prompts in one orthant" and
+"query repeats an example" concern the final query only, and the orthogonal query the one at d - 1 examples.
 """
 from __future__ import annotations
 
@@ -21,8 +28,16 @@ import torch
 from ..errors import check
 from ..tasks.base import Batch
 
-SHIFTS = ("skewed covariance", "half subspace", "prompts in one orthant", "query repeats an example")
+# appended in order: a shift's evaluation sequences are seeded by its place in this list
+SHIFTS = ("skewed covariance", "half subspace", "prompts in one orthant", "query repeats an example",
+          "inputs scaled by 3", "inputs scaled by 1/3", "query orthogonal to the examples")
 SKEW = 25.0  # the skewed covariance's condition number
+SCALES = {"inputs scaled by 3": 3.0, "inputs scaled by 1/3": 1 / 3}
+
+
+def orthogonal_query_position(examples: int, dim: int) -> int:
+    """The query "query orthogonal to the examples" moves: the last with fewer than d examples before it."""
+    return min(examples, dim) - 1
 
 
 def shifted_batch(task, shift: str, n: int, examples: int, generator=None) -> Batch:
@@ -53,7 +68,24 @@ def shifted_batch(task, shift: str, n: int, examples: int, generator=None) -> Ba
     elif shift == "prompts in one orthant":
         signs = torch.randint(0, 2, (n, 1, d), generator=generator) * 2 - 1
         xs[:, :-1] = xs[:, :-1].abs() * signs
-    else:  # the query repeats one of the examples
+    elif shift == "query repeats an example":
         which = torch.randint(0, examples - 1, (n,), generator=generator)
         xs[:, -1] = xs[torch.arange(n), which]
+    elif shift in SCALES:
+        xs, covariance = xs * SCALES[shift], covariance * SCALES[shift] ** 2
+    else:  # the query orthogonal to the examples before it
+        at = orthogonal_query_position(examples, d)
+        xs[:, at] = _orthogonal_to(xs[:, :at], xs[:, at])
     return task.labelled(function, xs, covariance, generator)
+
+
+def _orthogonal_to(examples: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """(n, d) each query with its projection on its examples' span removed, rescaled to its own length.
+    examples: (n, i, d) with i < d, so a direction orthogonal to them exists."""
+    if examples.shape[1] == 0:
+        return query
+    # float64: a query nearly in the span leaves a short remainder, which the rescaling magnifies
+    basis, _ = torch.linalg.qr(examples.double().transpose(1, 2))  # (n, d, i) orthonormal, spanning the examples
+    wide = query.double()
+    rest = wide - (basis @ (basis.transpose(1, 2) @ wide.unsqueeze(-1))).squeeze(-1)
+    return (rest * (wide.norm(dim=-1, keepdim=True) / rest.norm(dim=-1, keepdim=True))).to(query.dtype)

@@ -141,8 +141,5 @@ register_experiment(Experiment(
         Claim("lstm-tracks-least-squares", "An LSTM trained the same way tracks least squares (our comparison; "
               "Garg et al. report LSTMs doing worse)", PAPERS, "none: our baseline", "an LSTM in place of "
               "attention", RULE, tracks_least_squares("lstm"))],
-    untested=[UntestedClaim("Transformers stay close to the optimum under the paper's other prompt shifts: "
-                            "scaled inputs, and a query orthogonal to the examples", PAPERS,
-                            "those shifts in workbench.icl.shifts (icl-regression-shifts draws four others)"),
-              UntestedClaim("A curriculum over d and k speeds training up", PAPERS,
+    untested=[UntestedClaim("A curriculum over d and k speeds training up", PAPERS,
                             "runs with and without a curriculum")]))

@@ -4,6 +4,8 @@
   recall; accuracy vs step and the implicit attention maps at init and after training.
 - `mqar-vs-width`: MQAR per-query accuracy vs width and number of key-value pairs for attention,
   Mamba, Based linear attention and H3 (Zoology), beside each model's recurrent state size.
+- `mqar-default-init`: attention on the same task from Zoology's own (default) init, on that budget and
+  longer: how much later it learns recall than from fan-in init.
 - `copy-vs-length`: copy accuracy vs string length, Transformer vs Mamba at a fixed state size.
 - `copy-state-size`: Mamba's copying against its state size, trained on 1-8 symbols and tested to 4x:
   whether it stops where a string outgrows the state, or long before.
@@ -20,6 +22,7 @@ notebooks. Importing registers them, in this order.
 # in the order `workbench experiment list` and REPRODUCTIONS.md show them
 from . import mimetic_recall  # noqa: F401  (registration)
 from . import mqar_vs_width  # noqa: F401
+from . import mqar_default_init  # noqa: F401
 from . import copy_vs_length  # noqa: F401
 from . import copy_state  # noqa: F401
 from . import markov_icl  # noqa: F401
