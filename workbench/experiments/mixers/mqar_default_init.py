@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...figures.builders import length_curve
+from ...figures.style import color
 from ..base import Experiment, ExperimentResult, Variant, register_experiment
 from ..verdicts import Claim, Outcome
 from . import common
@@ -58,6 +59,10 @@ def default_init_figure(result: ExperimentResult):
     curves = table.assign(label=table.pairs.map(lambda p: f"{p} pairs"), value=table.query_accuracy)
     fig = length_curve(curves[["label", "steps", "value"]], None, x="steps", x_title="training steps (each its own run)")
     fig.update_xaxes(tickvals=sorted(table.steps.unique()))
+    # picking one of the context's L values at random answers 1/L of the queries: the floor to read against
+    for i, pairs in enumerate(sorted(table.pairs.unique())):
+        fig.add_hline(y=100 / pairs, line=dict(color=color(i), width=1, dash="dot"),
+                      annotation_text=f"1/{pairs}: a random value of the context", annotation_font_size=9)
     return fig.update_yaxes(title="accuracy per query (%)")
 
 
