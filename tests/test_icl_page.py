@@ -67,6 +67,9 @@ def test_a_regression_run_is_read_on_shifted_prompts(runs, in_store):
     prompts.select("prompts in one orthant").run()
     assert not app.exception and curve(app) != plain and "(prompts in one orthant)" not in plain
     assert any('--shift "prompts in one orthant"' in c.value for c in app.caption)
+    assert any("read the curve's last point" in c.value for c in app.caption)  # where the shift acts
+    prompts.select("query orthogonal to the examples").run()
+    assert not app.exception and any("examples before it (d - 1) is moved" in c.value for c in app.caption)
 
 
 def test_a_boolean_run_offers_no_prompt_shift(runs, in_store):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from workbench.errors import ConfigError
-from workbench.icl.shifts import SCALES, SHIFTS, SKEW, orthogonal_query_position, shifted_batch
+from workbench.icl.shifts import SCALES, SHIFTS, SKEW, orthogonal_query_position, shifted_batch, where_it_acts
 from workbench.tasks import build_task
 
 DIM, EXAMPLES = 4, 9
@@ -24,7 +24,7 @@ def test_every_shift_keeps_the_labels_a_function_of_the_inputs(shift):
     assert xs.shape == (256, EXAMPLES, DIM)
     assert torch.allclose(ys, task.evaluate(batch.meta, xs), atol=1e-4)  # noiseless task: y = w.x exactly
     scale = SCALES.get(shift, 1.0)
-    assert (xs ** 2).sum(-1).mean() == pytest.approx(scale ** 2 * DIM, rel=0.15)  # the training inputs' scale, or scaled
+    assert (xs ** 2).sum(-1).mean() == pytest.approx(scale ** 2 * DIM, rel=0.15)  # training scale, or scaled
 
 
 def test_scaled_inputs_are_the_same_draws_times_the_factor():
@@ -101,3 +101,11 @@ def test_a_run_is_read_on_shifted_prompts_from_the_views_and_the_command_line(tm
     assert (tmp_path / "exports" / "s.png").stat().st_size > 0
     assert main(["export", run.run_id, "--figure", "loss", "--shift", "half subspace"]) != 0
     assert "--shift: invalid value 'half subspace'; only --figure icl-curve" in capsys.readouterr().err
+
+
+def test_each_shift_says_which_queries_it_moves():
+    assert "last point" in where_it_acts("query repeats an example", DIM)
+    assert f"{DIM - 1} examples before it" in where_it_acts("query orthogonal to the examples", DIM)
+    assert "every point" in where_it_acts("inputs scaled by 3", DIM)
+    with pytest.raises(ConfigError, match="shift"):
+        where_it_acts("rotated", DIM)

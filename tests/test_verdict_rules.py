@@ -300,12 +300,13 @@ def _icl_boolean(states, claim):
 def _labelled_lengths(states, experiment, claim):
     """sort-hint, addition-format, multiplication-priming(-relative), multi-level-coupling(-relative, -padded),
     coupling-budget, coupling-head-dim and multiplication-coupling-relative: a gain (or reach) claim's model (or
-    every budget) 100% at every length ('pass') or 0% beyond training, its baseline fitting the training
-    lengths and at 0% beyond (20% inside on 'unclear'); a spread claim's seeds alternate 35% and 65% at every
+    every budget) 100% at every length ('pass') or 0% beyond training, a gain's baseline (the label its rule
+    names) fitting the training lengths and at 0% beyond (20% inside on 'unclear'); a spread claim's seeds alternate 35% and 65% at every
     length ('pass') or sit at 50% ('fail')."""
     lengths = sorted({n for v in experiment.variants(False) for n in v.config.task.eval_lengths})
     train_max = max(task_for(v.config.task).train_lengths()[1] for v in experiment.variants(False))
     labels = sorted({v.labels["pos"] for v in experiment.variants(False)})
+    baseline = getattr(claim.decide, "baseline", None)  # a gains claim names what it is measured against
     spread = claim.key.startswith("seeds-spread")
     curves, passing = {}, 0
     for seed, state in enumerate(states):
@@ -315,8 +316,7 @@ def _labelled_lengths(states, experiment, claim):
             if spread:
                 value = (0.35 if passing % 2 else 0.65) if state == "pass" else 0.5
                 curve = {str(n): value for n in lengths}
-            elif label.endswith(("plain", "nope", "unprimed", "head dim 64")) or label.startswith("single-level"):
-                # a gain's baseline
+            elif label == baseline:
                 curve = {str(n): (0.2 if state == "unclear" else 1.0) if n <= train_max else 0.0 for n in lengths}
             else:
                 curve = {str(n): 1.0 if (n <= train_max or state != "fail") else 0.0 for n in lengths}

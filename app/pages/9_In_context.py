@@ -62,6 +62,8 @@ with figure, support.errors_shown():
                                               shift or ""))
     st.caption("Accuracy of each query's label, the run's solid, the learners' grey." if boolean else
                views.error_caption(config.task.name))
+    if shift:
+        st.caption(views.shift_caption(config, shift))
     with st.expander("the curves as a table"):
         st.dataframe(curves, hide_index=True, key="icl_table")
     flag = f' --shift "{shift}"' if shift else ""

@@ -162,6 +162,7 @@ def gains(label: str, baseline: str, length: int, by: float, text: str, referenc
             passed[int(seed)] = None if fit < FITS else value - base >= by
         return by_seeds(passed, numbers, undecided=f"{baseline} did not fit the training lengths (>= {FITS:.0%})")
 
+    decide.baseline = baseline  # the label the gain is measured against, for whoever reads the claim
     rule = (f"per seed: `{label}` reaches at least {by:.0%} (points) more exact match than `{baseline}` at length "
             f"{length}, where `{baseline}` fits the training lengths (>= {FITS:.0%} at the longest); then the "
             "shared rule over >= 3 seeds")

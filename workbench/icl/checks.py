@@ -23,9 +23,9 @@ def context(xs: Tensor, ys: Tensor) -> tuple[Tensor, Tensor, torch.dtype]:
     return xs.to(torch.float64), ys.to(torch.float64), dtype
 
 
-def count(value, field: str, minimum: int) -> int:
+def count(value, field: str, minimum: int = 1) -> int:
     check(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, field, value,
-          f"an integer >= {minimum}")
+          f"expected an integer >= {minimum}")
     return value
 
 

@@ -35,6 +35,17 @@ SKEW = 25.0  # the skewed covariance's condition number
 SCALES = {"inputs scaled by 3": 3.0, "inputs scaled by 1/3": 1 / 3}
 
 
+def where_it_acts(shift: str, dim: int) -> str:
+    """One line for a reader of a shifted curve: which queries the shift moves, so which points to read."""
+    check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
+    if shift in ("prompts in one orthant", "query repeats an example"):
+        return f"{shift}: only the final query is off the training distribution; read the curve's last point."
+    if shift == "query orthogonal to the examples":
+        return (f"{shift}: only the query with {dim - 1} examples before it (d - 1) is moved; read that point. The "
+                "queries after it see it as one more example.")
+    return f"{shift}: every input moves, so every point of the curve is read under the shift."
+
+
 def orthogonal_query_position(examples: int, dim: int) -> int:
     """The query "query orthogonal to the examples" moves: the last with fewer than d examples before it."""
     return min(examples, dim) - 1

@@ -11,6 +11,7 @@ import torch
 
 from ..errors import ConfigError, check
 from .baselines import BASELINES, baselines_for, gradient_descent, least_squares, averaging
+from .checks import count
 from .curves import accuracy_rows, baseline_frame, curve_rows, learner_accuracy, model_curve
 
 LINEAR_TASKS = ("icl_linear_regression", "icl_sparse_regression")
@@ -50,12 +51,6 @@ def icl_runs(table: pd.DataFrame) -> pd.DataFrame:
     return table[table.task.isin(ICL_TASKS)]
 
 
-def _count(value, field: str, minimum: int = 1) -> int:
-    check(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, field, value,
-          f"expected an integer >= {minimum}")
-    return value
-
-
 def load(run_id_or_run, loops: int | None = None):
     """(run, model, task) of a finished ICL run, the model at `loops` loops when given (looped models)."""
     from ..analysis import load_model
@@ -66,7 +61,7 @@ def load(run_id_or_run, loops: int | None = None):
     if loops is not None:
         check(run.config().model.looped, "loops", loops, "only a looped model (model.looped=true) runs at "
                                                          "another number of loops")
-        model.loops = _count(loops, "loops")
+        model.loops = count(loops, "loops")
     return run, model, task
 
 
@@ -85,8 +80,8 @@ def eval_batch(task, n: int = SEQUENCES, examples: int | None = None, shift: str
     sequences for the same (n, examples, shift), whatever the model."""
     from ..evaluate import eval_generator
 
-    n = _count(n, "n")
-    examples = task.params.max_examples if examples is None else _count(examples, "examples", 2)
+    n = count(n, "n")
+    examples = task.params.max_examples if examples is None else count(examples, "examples", 2)
     if shift is None:
         return task.sample(n, eval_generator(0, examples), length=examples, train=False)
     from .shifts import shifted_batch
@@ -165,6 +160,14 @@ def error_caption(task_name: str) -> str:
     if task_name in LINEAR_TASKS:
         caption += " Least squares is exact once the examples determine w (d of them, without label noise)."
     return caption
+
+
+def shift_caption(config, shift: str) -> str:
+    """Which queries `shift` moves for a run of `config`'s task (icl.shifts.where_it_acts), for the page."""
+    from ..tasks import build_task
+    from .shifts import where_it_acts
+
+    return where_it_acts(shift, build_task(config.task.name, config.task.params).params.dim)
 
 
 def curve_figure(table: pd.DataFrame, title: str | None = None, task_name: str | None = None):
