@@ -140,6 +140,24 @@ def test_the_log_axis_stays_near_the_models_when_least_squares_is_exact():
     (note,) = figure.layout.annotations
     assert note.text == "least squares: below the axis from 2 examples (down to 1e-15)"
     assert not error_vs_examples(table[table.examples < 2]).layout.annotations
+    assert list(figure.layout.yaxis.tickvals) == [0.001, 0.01, 0.1, 1]  # over 3 decades: the powers, written out
+
+
+def test_many_panels_wrap_onto_rows_each_axis_named_once_per_row_and_column():
+    import pandas as pd
+
+    from workbench.figures.icl import PANELS_PER_ROW, function_class_panels
+
+    shifts = [f"shift {k}" for k in range(PANELS_PER_ROW + 3)]  # 7 panels: a row of 4, then 3
+    table = pd.DataFrame([{"shift": shift, "model": name, "kind": kind, "seed": 0, "examples": i, "error": e}
+                          for shift in shifts for name, kind in (("attention", "model"), ("least squares", "baseline"))
+                          for i, e in enumerate([1.0, 0.5, 0.2])])
+    figure = function_class_panels(table, by="shift", mark={shift: 1 for shift in shifts}, y_title="squared error / d")
+    axes = figure.layout
+    assert axes.yaxis5.domain[1] < axes.yaxis.domain[0]  # the fifth panel starts a second row, below the first
+    assert [axes[f"yaxis{k}"].title.text for k in (1, 5)] == ["squared error / d"] * 2
+    named = [k for k in range(1, 8) if axes[f"xaxis{'' if k == 1 else k}"].title.text]
+    assert named == [4, 5, 6, 7]  # the lowest panel of each column: the 4th stands above an empty slot
 
 
 def test_one_context_query_by_query():

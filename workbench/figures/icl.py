@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import color, paper_style, seed_band
+from .style import color, log_axis, paper_style, seed_band
 
 BASELINE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
 
@@ -46,8 +46,9 @@ def error_vs_examples(table: pd.DataFrame, y_title: str = "squared error / d", l
         low, high = table.error[table.error > 0].min(), models.error.max()
         best = models.error[models.error > 0].min() if (models.error > 0).any() else low
         low = max(low, best / 100)
-        fig.update_yaxes(range=[np.log10(low) - 0.1, np.log10(high * 3)])
-        _note_clipped(fig, baselines, 10 ** (np.log10(low) - 0.1))
+        bottom, top = 10 ** (np.log10(low) - 0.1), high * 3
+        fig.update_yaxes(range=[np.log10(bottom), np.log10(top)], **log_axis([bottom, top]))
+        _note_clipped(fig, baselines, bottom)
     return paper_style(fig, height=340, title=title)
 
 
@@ -152,8 +153,12 @@ def looped_panels(table: pd.DataFrame, mark: int, trained: int, title: str | Non
     return fig
 
 
+PANELS_PER_ROW = 4
+
+
 def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, title: str | None = None,
-                          by: str = "function", emphasis: tuple[str, ...] = ()) -> go.Figure:
+                          by: str = "function", emphasis: tuple[str, ...] = (),
+                          y_title: str = "squared error / E[y²]") -> go.Figure:
     """One panel per value of column `by` (a function class, or a prompt shift), each drawn as
     error_vs_examples draws one table: the trained models (median over seeds, min-max band) and grey lines
     for that panel's baselines, each panel on its own log axis (the errors differ in scale); each name in
@@ -162,10 +167,14 @@ def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, t
     panel or {panel: examples}."""
     functions = list(dict.fromkeys(table[by]))
     marks = mark if isinstance(mark, dict) else {function: mark for function in functions}
-    fig = make_subplots(rows=1, cols=len(functions), horizontal_spacing=0.08,
-                        subplot_titles=[_two_lines(name) if len(functions) > 2 else name for name in functions])
+    # more than PANELS_PER_ROW panels wrap onto further rows: seven side by side leave no room for a title
+    columns = min(len(functions), PANELS_PER_ROW)
+    rows = -(-len(functions) // columns)
+    fig = make_subplots(rows=rows, cols=columns, horizontal_spacing=0.08, vertical_spacing=0.3 / rows,
+                        subplot_titles=[_two_lines(name) if columns > 2 else name for name in functions])
     shown = set()
-    for col, function in enumerate(functions, start=1):
+    for index, function in enumerate(functions):
+        row, col = 1 + index // columns, 1 + index % columns
         mark = marks.get(function)
         panel = error_vs_examples(table[table[by] == function], mark=mark)
         for trace in panel.data:
@@ -174,14 +183,18 @@ def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, t
                 shown.add(trace.name)
             if trace.name in emphasis:
                 trace.line = dict(color="black", dash="solid", width=1.5)
-            fig.add_trace(trace, row=1, col=col)
+            fig.add_trace(trace, row=row, col=col)
         if mark is not None:
-            fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=1, col=col)
-        fig.update_xaxes(title_text="in-context examples", row=1, col=col)
-        fig.update_yaxes(type="log", range=panel.layout.yaxis.range, row=1, col=col)
-    fig.update_yaxes(title_text="squared error / E[y²]", row=1, col=1)
-    fig = paper_style(fig, width="double", height=360, title=title)
-    room = 70 if len(functions) > 2 else 40  # the panel titles, on two lines where the panels are narrow
+            fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=row, col=col)
+        if index + columns >= len(functions):  # the lowest panel of its column names the axis
+            fig.update_xaxes(title_text="in-context examples", row=row, col=col)
+        axis = panel.layout.yaxis
+        fig.update_yaxes(type="log", range=axis.range, tickvals=axis.tickvals, tickformat=axis.tickformat,
+                         row=row, col=col)
+    for row in range(1, rows + 1):
+        fig.update_yaxes(title_text=y_title, row=row, col=1)
+    fig = paper_style(fig, width="double", height=360 + 300 * (rows - 1), title=title)
+    room = 70 if columns > 2 else 40  # the panel titles, on two lines where the panels are narrow
     fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, room)))
     return fig
 

@@ -78,7 +78,7 @@ def stays_with_least_squares(shift: str):
 
 def figure(result: ExperimentResult):
     from ...figures.icl import function_class_panels
-    return function_class_panels(result.table, mark=JUDGED, by="shift")
+    return function_class_panels(result.table, mark=JUDGED, by="shift", y_title="squared error / d")
 
 
 PAPERS = ("2208.01066",)

@@ -140,9 +140,9 @@ register_experiment(Experiment(
     name="outliers",
     description="2-layer Transformers (d_model 64, 4 heads) trained 8000 steps (batch 32) at a constant learning "
                 "rate on Bigram-Backcopy (a fixed bigram chain over 32 symbols; after each of 3 triggers the next "
-                "symbol repeats the one before it; 32-64 symbols), seeds 0-2: residual-stream outliers (max |activation|, "
-                "kurtosis), no-op heads and attention on the first token and delimiters, for vanilla softmax, "
-                "clipped softmax and gated attention.",
+                "symbol repeats the one before it; 32-64 symbols), seeds 0-2: residual-stream outliers (max "
+                "|activation|, kurtosis), no-op heads and attention on the first token and delimiters, for vanilla "
+                "softmax, clipped softmax and gated attention.",
     variants=outlier_variants, analyze=outlier_analyze, figure=outlier_figure,
     claims=outlier_claims()))
 
