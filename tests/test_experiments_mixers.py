@@ -24,8 +24,8 @@ from workbench.tasks import build_task
 from workbench.tasks.common import symbol_names
 from workbench.train import train
 
-MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "mqar-default-init", "copy-vs-length", "copy-state-size", "markov-icl",
-                     "markov-conv-window", "hybrids")
+MIXER_EXPERIMENTS = ("mimetic-recall", "mqar-vs-width", "mqar-default-init", "copy-vs-length", "copy-state-size",
+                     "markov-icl", "markov-conv-window", "hybrids")
 
 
 def test_the_mixer_experiments_are_registered():

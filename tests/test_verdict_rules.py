@@ -301,8 +301,8 @@ def _labelled_lengths(states, experiment, claim):
     """sort-hint, addition-format, multiplication-priming(-relative), multi-level-coupling(-relative, -padded),
     coupling-budget, coupling-head-dim and multiplication-coupling-relative: a gain (or reach) claim's model (or
     every budget) 100% at every length ('pass') or 0% beyond training, a gain's baseline (the label its rule
-    names) fitting the training lengths and at 0% beyond (20% inside on 'unclear'); a spread claim's seeds alternate 35% and 65% at every
-    length ('pass') or sit at 50% ('fail')."""
+    names) fitting the training lengths and at 0% beyond (20% inside on 'unclear'); a spread claim's seeds
+    alternate 35% and 65% at every length ('pass') or sit at 50% ('fail')."""
     lengths = sorted({n for v in experiment.variants(False) for n in v.config.task.eval_lengths})
     train_max = max(task_for(v.config.task).train_lengths()[1] for v in experiment.variants(False))
     labels = sorted({v.labels["pos"] for v in experiment.variants(False)})

@@ -99,6 +99,10 @@ def rule(shift: str) -> str:
             "shifted sequences; then the shared rule over >= 3 seeds")
 
 
+def judged_text(shift: str) -> str:
+    return "2d" if JUDGED[shift] == JUDGED_AT else "d - 1"
+
+
 def claim_key(shift: str) -> str:
     """A claim key names its shift in letters, digits and '-': "inputs scaled by 1/3" -> inputs-scaled-by-a-third."""
     return shift.replace("1/3", "a third").replace(" ", "-")
@@ -121,8 +125,7 @@ register_experiment(Experiment(
                   "shifted sequences.",
     variants=variants, analyze=analyze, figure=figure,
     claims=[Claim(claim_key(shift), "A Transformer trained on in-context linear regression still predicts about as "
-                  f"well as least squares (within {WITHIN:g}x at {'2d' if JUDGED[shift] == JUDGED_AT else 'd - 1'} examples) "
-                  f"on {WHAT[shift]}"
+                  f"well as least squares (within {WITHIN:g}x at {judged_text(shift)} examples) on {WHAT[shift]}"
                   + (" (our comparison, reported whatever it shows)" if shift in SCALES else ""),
                   PAPERS, SCALED_NUMBER if shift in SCALES else QUOTE, SCALE, rule(shift),
                   stays_with_least_squares(shift)) for shift in SHIFTS]))

@@ -26,11 +26,17 @@ def default_init_variants(fast: bool) -> list[Variant]:
     for steps in DEFAULT_INIT_STEPS[:1] if fast else DEFAULT_INIT_STEPS:
         for seed in MQAR_SEEDS[:1] if fast else MQAR_SEEDS:
             config = common.config(*MQAR_TASK, *MQAR_MIXER_OVERRIDES["attention"], *DEFAULT_INIT_TRAIN,
-                                   f"model.d_model={TARGET_WIDTH}", f"task.eval_lengths={','.join(map(str, MQAR_PAIRS))}",
+                                   f"model.d_model={TARGET_WIDTH}",
+                                   f"task.eval_lengths={','.join(map(str, MQAR_PAIRS))}",
                                    *common.budget(fast, steps, evaluations=4), f"train.seed={seed}")
             out.append(Variant(config, {"mixer": "attention", "init": "gpt2", "width": TARGET_WIDTH, "steps": steps,
                                         "seed": seed}))
     return out
+
+
+def _by_number(items):
+    """(key, value) pairs sorted by their keys read as numbers: "1000" before "3000" before "6000"."""
+    return sorted(items, key=lambda kv: int(kv[0]))
 
 
 def default_init_analyze(finished, fast):
@@ -41,8 +47,8 @@ def default_init_analyze(finished, fast):
             float(row.query_accuracy), 4)
     hardest = str(int(table.pairs.max()))
     headline = "attention, default init, per-query accuracy at " + hardest + " pairs (each seed): " + "; ".join(
-        f"{steps} steps " + "/".join(f"{v:.0%}" for _, v in sorted(by_pairs[hardest].items(), key=lambda kv: int(kv[0])))
-        for steps, by_pairs in sorted(grid.items(), key=lambda kv: int(kv[0])))
+        f"{steps} steps " + "/".join(f"{v:.0%}" for _, v in _by_number(by_pairs[hardest].items()))
+        for steps, by_pairs in _by_number(grid.items()))
     return table, {"query_accuracy": grid, "pairs": [int(p) for p in sorted(table.pairs.unique())],
                    "headline": headline}
 
@@ -57,7 +63,8 @@ def decide_at(steps: int):
 def default_init_figure(result: ExperimentResult):
     table = result.table
     curves = table.assign(label=table.pairs.map(lambda p: f"{p} pairs"), value=table.query_accuracy)
-    fig = length_curve(curves[["label", "steps", "value"]], None, x="steps", x_title="training steps (each its own run)")
+    fig = length_curve(curves[["label", "steps", "value"]], None, x="steps",
+                       x_title="training steps (each its own run)")
     fig.update_xaxes(tickvals=sorted(table.steps.unique()))
     # picking one of the context's L values at random answers 1/L of the queries: the floor to read against
     for i, pairs in enumerate(sorted(table.pairs.unique())):
@@ -71,8 +78,8 @@ def _claim(key: str, steps: int, budget: str) -> Claim:
                  f"{TARGET_WIDTH} for 2-8 key-value pairs from the default (GPT-2, N(0, 0.02)) initialization, "
                  f"within {steps} training steps ({budget})", ZOOLOGY, "attention ~100% on MQAR at every width",
                  "paper",
-                 f"per seed: the {steps}-step run reaches >= {TARGET_ACCURACY:.0%} per-query accuracy at every number of "
-                 "pairs tested (mqar-vs-width's rule); then the shared rule over >= 3 seeds", decide_at(steps))
+                 f"per seed: the {steps}-step run reaches >= {TARGET_ACCURACY:.0%} per-query accuracy at every number "
+                 "of pairs tested (mqar-vs-width's rule); then the shared rule over >= 3 seeds", decide_at(steps))
 
 
 register_experiment(Experiment(
