@@ -104,8 +104,11 @@ def test_a_run_is_read_on_shifted_prompts_from_the_views_and_the_command_line(tm
 
 
 def test_each_shift_says_which_queries_it_moves():
-    assert "last point" in where_it_acts("query repeats an example", DIM)
-    assert f"{DIM - 1} examples before it" in where_it_acts("query orthogonal to the examples", DIM)
-    assert "every point" in where_it_acts("inputs scaled by 3", DIM)
+    assert "last point" in where_it_acts("query repeats an example", DIM, EXAMPLES)
+    assert f"{DIM - 1} examples before it" in where_it_acts("query orthogonal to the examples", DIM, EXAMPLES)
+    assert "every point" in where_it_acts("inputs scaled by 3", DIM, EXAMPLES)
+    # with fewer queries than d, the moved query is the last one, where shifted_batch puts it
+    short = where_it_acts("query orthogonal to the examples", DIM, 3)
+    assert f"{orthogonal_query_position(3, DIM)} examples before it (the last query)" in short
     with pytest.raises(ConfigError, match="shift"):
-        where_it_acts("rotated", DIM)
+        where_it_acts("rotated", DIM, EXAMPLES)

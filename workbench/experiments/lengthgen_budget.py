@@ -119,7 +119,8 @@ register_experiment(Experiment(
 # 40% after 1500 steps with an MLP of 4d and 67% after 1000 steps with the paper's 2d. This recipe trains
 # both head dimensions the same way: 2 heads, the paper's d_ff = 2d, lr 1e-3, 1000 steps of batch 128. A
 # width-512 run takes 11-13 minutes on one core, so three of them and the head-dim-64 runs fill the
-# 30-minute budget on 2 cores (23 minutes measured). The bars are coupling-budget's (>= 90% at 30) and the gains' (30 points).
+# 30-minute budget on 2 cores (23 minutes measured). The bars are coupling-budget's (>= 90% at 30) and the
+# gains' (30 points).
 PAPER_HEAD, NARROW_HEAD = "coupling, head dim 256", "coupling, head dim 64"
 HEAD_DIMS = {PAPER_HEAD: ["model.pos=coupling", "model.d_model=512", "model.n_heads=2"],
              NARROW_HEAD: ["model.pos=coupling", "model.d_model=128", "model.n_heads=2"]}

@@ -175,8 +175,8 @@ def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, t
     shown = set()
     for index, function in enumerate(functions):
         row, col = 1 + index // columns, 1 + index % columns
-        mark = marks.get(function)
-        panel = error_vs_examples(table[table[by] == function], mark=mark)
+        judged = marks.get(function)
+        panel = error_vs_examples(table[table[by] == function], mark=judged)
         for trace in panel.data:
             if trace.name is not None and trace.showlegend is not False:
                 trace.showlegend = trace.name not in shown
@@ -184,8 +184,8 @@ def function_class_panels(table: pd.DataFrame, mark: int | dict | None = None, t
             if trace.name in emphasis:
                 trace.line = dict(color="black", dash="solid", width=1.5)
             fig.add_trace(trace, row=row, col=col)
-        if mark is not None:
-            fig.add_vline(x=mark, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=row, col=col)
+        if judged is not None:
+            fig.add_vline(x=judged, line=dict(color="grey", width=1, dash="dot"), opacity=1, row=row, col=col)
         if index + columns >= len(functions):  # the lowest panel of its column names the axis
             fig.update_xaxes(title_text="in-context examples", row=row, col=col)
         axis = panel.layout.yaxis

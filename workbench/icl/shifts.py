@@ -35,13 +35,20 @@ SKEW = 25.0  # the skewed covariance's condition number
 SCALES = {"inputs scaled by 3": 3.0, "inputs scaled by 1/3": 1 / 3}
 
 
-def where_it_acts(shift: str, dim: int) -> str:
-    """One line for a reader of a shifted curve: which queries the shift moves, so which points to read."""
+def _known(shift: str) -> None:
     check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
+
+
+def where_it_acts(shift: str, dim: int, examples: int) -> str:
+    """One line for a reader of a shifted curve of `examples` queries: which queries the shift moves, so
+    which points to read."""
+    _known(shift)
     if shift in ("prompts in one orthant", "query repeats an example"):
         return f"{shift}: only the final query is off the training distribution; read the curve's last point."
     if shift == "query orthogonal to the examples":
-        return (f"{shift}: only the query with {dim - 1} examples before it (d - 1) is moved; read that point. The "
+        at = orthogonal_query_position(examples, dim)
+        which = "d - 1" if at == dim - 1 else "the last query"
+        return (f"{shift}: only the query with {at} examples before it ({which}) is moved; read that point. The "
                 "queries after it see it as one more example.")
     return f"{shift}: every input moves, so every point of the curve is read under the shift."
 
@@ -57,7 +64,7 @@ def shifted_batch(task, shift: str, n: int, examples: int, generator=None) -> Ba
     wherever they are read (icl-regression-shifts, the In context page, `export --shift`)."""
     from ..evaluate import eval_generator
 
-    check(shift in SHIFTS, "shift", shift, "one of: " + ", ".join(SHIFTS))
+    _known(shift)
     check(isinstance(examples, int) and examples >= 2, "examples", examples, "an integer >= 2")
     if generator is None:
         generator = eval_generator(SHIFTS.index(shift), examples)

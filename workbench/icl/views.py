@@ -167,7 +167,8 @@ def shift_caption(config, shift: str) -> str:
     from ..tasks import build_task
     from .shifts import where_it_acts
 
-    return where_it_acts(shift, build_task(config.task.name, config.task.params).params.dim)
+    params = build_task(config.task.name, config.task.params).params
+    return where_it_acts(shift, params.dim, params.max_examples)  # eval_batch's default number of examples
 
 
 def curve_figure(table: pd.DataFrame, title: str | None = None, task_name: str | None = None):

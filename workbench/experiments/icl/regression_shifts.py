@@ -92,15 +92,16 @@ SCALE = (f"icl-regression's model and runs (4 layers of width 64, d = {DIM}, lab
 SCALED_NUMBER = "none quoted: the paper's input scalings run from 1/3 to 3"
 
 
-def rule(shift: str) -> str:
-    where = (f"{JUDGED_AT} = 2d in-context examples" if JUDGED[shift] == JUDGED_AT else
-             f"{JUDGED[shift]} = d - 1 in-context examples (the query orthogonal to them)")
-    return (f"per seed: under the shift, squared error / d at {where} <= {WITHIN:g}x least squares' on the same 4096 "
-            "shifted sequences; then the shared rule over >= 3 seeds")
-
-
 def judged_text(shift: str) -> str:
     return "2d" if JUDGED[shift] == JUDGED_AT else "d - 1"
+
+
+def rule(shift: str) -> str:
+    where = f"{JUDGED[shift]} = {judged_text(shift)} in-context examples"
+    if JUDGED[shift] != JUDGED_AT:
+        where += " (the query orthogonal to them)"
+    return (f"per seed: under the shift, squared error / d at {where} <= {WITHIN:g}x least squares' on the same 4096 "
+            "shifted sequences; then the shared rule over >= 3 seeds")
 
 
 def claim_key(shift: str) -> str:

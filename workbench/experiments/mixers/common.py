@@ -35,6 +35,12 @@ def budget(fast: bool, steps: int, evaluations: int, eval_samples: int = 256) ->
             f"train.eval_samples={eval_samples}"]
 
 
+def by_number(items):
+    """(key, value) pairs sorted by their keys read as numbers: a summary read back from JSON has its keys
+    sorted as text ("16" before "2")."""
+    return sorted(items, key=lambda kv: int(kv[0]))
+
+
 def steps_to_reach(curve: pd.Series, threshold: float) -> float:
     """The first evaluated step at which the curve reaches threshold; inf if it never does."""
     reached = curve[curve >= threshold]

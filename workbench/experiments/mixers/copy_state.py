@@ -96,8 +96,7 @@ def _seeds(summary: dict) -> list[str]:
 
 
 def _numbers(summary: dict, seed: str) -> str:
-    # by state size: a stored summary's keys come back sorted as text ("16" before "2")
-    runs = sorted(summary["runs"].items(), key=lambda item: int(item[0]))
+    runs = common.by_number(summary["runs"].items())  # by state size
     return "; ".join(f"d_state {d} {_short(by_seed[seed])}" for d, by_seed in runs if seed in by_seed)
 
 

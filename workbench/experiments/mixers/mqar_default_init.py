@@ -34,11 +34,6 @@ def default_init_variants(fast: bool) -> list[Variant]:
     return out
 
 
-def _by_number(items):
-    """(key, value) pairs sorted by their keys read as numbers: "1000" before "3000" before "6000"."""
-    return sorted(items, key=lambda kv: int(kv[0]))
-
-
 def default_init_analyze(finished, fast):
     table = pd.DataFrame(query_rows(finished, fast))
     grid: dict = {}  # steps -> pairs -> seed -> per-query accuracy
@@ -47,8 +42,8 @@ def default_init_analyze(finished, fast):
             float(row.query_accuracy), 4)
     hardest = str(int(table.pairs.max()))
     headline = "attention, default init, per-query accuracy at " + hardest + " pairs (each seed): " + "; ".join(
-        f"{steps} steps " + "/".join(f"{v:.0%}" for _, v in _by_number(by_pairs[hardest].items()))
-        for steps, by_pairs in _by_number(grid.items()))
+        f"{steps} steps " + "/".join(f"{v:.0%}" for _, v in common.by_number(by_pairs[hardest].items()))
+        for steps, by_pairs in common.by_number(grid.items()))
     return table, {"query_accuracy": grid, "pairs": [int(p) for p in sorted(table.pairs.unique())],
                    "headline": headline}
 
